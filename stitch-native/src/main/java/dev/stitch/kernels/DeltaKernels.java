@@ -1,0 +1,118 @@
+package dev.stitch.kernels;
+
+import dev.stitch.hash.Hash128;
+import dev.stitch.tensor.Dtype;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The byte-level work of delta sync, one interface over two implementations: C kernels bound
+ * through FFM, and a pure-Java fallback. Both must give bit-identical results (one shared contract
+ * test). All multi-byte data is little-endian. Segments may be native or heap; lengths are in
+ * elements unless a name says bytes. Implementations are thread-safe and stateless; callers split
+ * large tensors into chunks and run chunks on their own threads (results never depend on chunking).
+ *
+ * <p>Position streams hold element indices as unsigned integers of {@code positionWidth} bytes
+ * (4 or 8). Gap streams follow delta-formats.md 2.4 ({@code g[0] = idx[0]},
+ * {@code g[k] = idx[k] - idx[k-1] - 1}).
+ */
+public interface DeltaKernels {
+
+    /** {@code "native"} or {@code "java"}. */
+    String implementation();
+
+    /** The instruction set actually dispatched to, e.g. {@code "avx512"}, {@code "avx2"}, {@code "scalar"}, {@code "vector-api"}. */
+    String isa();
+
+    // ---- diff -------------------------------------------------------------------------------
+
+    /** Number of {@code width}-byte elements whose bit patterns differ; both segments have equal byte size, a multiple of width. */
+    long countChanged(MemorySegment old, MemorySegment neu, int width);
+
+    /**
+     * Fused scan: for every element {@code i} (in ascending order) whose bits differ between
+     * {@code old} and {@code neu}, appends {@code baseIndex + i} to {@code positions} (as
+     * {@code positionWidth}-byte unsigned integers) and the element's new bytes to {@code values};
+     * when {@code updateSnapshot} is set, also copies the new element into {@code old}, so old and
+     * new are each read once. Output capacity must be at least the element count of the inputs.
+     *
+     * @return the number of changed elements written
+     */
+    long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
+                    MemorySegment positions, int positionWidth, MemorySegment values, boolean updateSnapshot);
+
+    /** True if any of {@code count} values of a floating-point {@code dtype} is a NaN (any payload). Integer dtypes never are. */
+    boolean containsNaN(MemorySegment values, Dtype dtype, long count);
+
+    // ---- gap codecs -------------------------------------------------------------------------
+
+    /** Largest gap (including {@code g[0]}) of {@code count} sorted positions; 0 when count is 0. */
+    long maxGap(MemorySegment positions, int positionWidth, long count);
+
+    /** Writes {@code count} fixed-width gaps ({@code gapWidth} 2 or 4); the caller checked {@link #maxGap} fits. */
+    void encodeGaps(MemorySegment positions, int positionWidth, long count, MemorySegment gaps, int gapWidth);
+
+    /** Inverse of {@link #encodeGaps}, accumulating in 64 bits. */
+    void decodeGaps(MemorySegment gaps, int gapWidth, long count, MemorySegment positions, int positionWidth);
+
+    /**
+     * Number of u16 units the escaped gap stream of stitch_delta needs: a gap {@code g} costs
+     * {@code g / 65535} units of {@code 0xFFFF} plus one unit {@code g % 65535}.
+     */
+    long escapedGapUnits(MemorySegment positions, int positionWidth, long count);
+
+    /** Writes the escaped u16 gap stream; returns the units written. */
+    long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units);
+
+    /**
+     * Decodes an escaped u16 gap stream of {@code unitCount} units into positions.
+     *
+     * @return the number of positions decoded
+     * @throws IllegalArgumentException when the stream ends inside an escape, or yields more than
+     *     {@code maxCount} positions or a position {@code >= limit}
+     */
+    long decodeEscapedGaps(MemorySegment units, long unitCount, MemorySegment positions, int positionWidth,
+                           long maxCount, long limit);
+
+    // ---- byte planes ------------------------------------------------------------------------
+
+    /** Splits {@code count} units of {@code width} bytes into {@code width} planes (all byte 0s, then all byte 1s, ...). */
+    void splitPlanes(MemorySegment src, int width, long count, MemorySegment dst);
+
+    /** Inverse of {@link #splitPlanes}. */
+    void mergePlanes(MemorySegment src, int width, long count, MemorySegment dst);
+
+    // ---- apply ------------------------------------------------------------------------------
+
+    /** {@code dst[pos[k]] = values[k]} for {@code width}-byte elements; positions are trusted (range-checked by the caller). */
+    void scatter(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count);
+
+    /** {@code dst[pos[k]] ^= values[k]}. */
+    void scatterXor(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count);
+
+    /**
+     * Fused apply straight from an escaped u16 gap stream: rebuilds positions on the fly and writes
+     * (or, when {@code xor}, XORs) values into {@code dst}.
+     *
+     * @return the number of elements written
+     * @throws IllegalArgumentException on a malformed stream, a count mismatch or a position past {@code dst}
+     */
+    long scatterEscapedGaps(MemorySegment dst, int width, MemorySegment units, long unitCount,
+                            MemorySegment values, long count, boolean xor);
+
+    /** {@code dst[i] ^= payload[i]} over {@code payload.byteSize()} bytes (dense xor delta). */
+    void xorInto(MemorySegment dst, MemorySegment payload);
+
+    /** {@code dst[offsets[k]] = bytes[k]} with u32 byte offsets (slime v2 overwrite payload). */
+    void overwriteBytes(MemorySegment dst, MemorySegment offsets, MemorySegment bytes, long count);
+
+    // ---- checksums --------------------------------------------------------------------------
+
+    /** XXH3-128 (seed 0) of the whole segment, equal to the reference implementation. */
+    Hash128 xxh3(MemorySegment data);
+
+    /** XOR of all bytes, each zero-extended (slime v1 {@code p}, always {@code < 256}). */
+    long xorBytes(MemorySegment data);
+
+    /** XOR of each value's exact widening to IEEE binary64 bits (slime v1 {@code v}); dtype is BF16, F16 or F32. */
+    long xorWidenedValues(MemorySegment values, Dtype dtype, long count);
+}
