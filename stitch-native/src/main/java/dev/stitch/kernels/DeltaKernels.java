@@ -31,14 +31,16 @@ public interface DeltaKernels {
     /**
      * Fused scan: for every element {@code i} (in ascending order) whose bits differ between
      * {@code old} and {@code neu}, appends {@code baseIndex + i} to {@code positions} (as
-     * {@code positionWidth}-byte unsigned integers) and the element's new bytes to {@code values};
-     * when {@code updateSnapshot} is set, also copies the new element into {@code old}, so old and
-     * new are each read once. Output capacity must be at least the element count of the inputs.
+     * {@code positionWidth}-byte unsigned integers) and the element's new bytes to {@code values}
+     * (or, when {@code xorValues}, the bytes of {@code new XOR old}); when {@code updateSnapshot}
+     * is set, also copies the new element into {@code old}, so old and new are each read once.
+     * Output capacity must be at least the element count of the inputs.
      *
      * @return the number of changed elements written
      */
     long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
-                    MemorySegment positions, int positionWidth, MemorySegment values, boolean updateSnapshot);
+                    MemorySegment positions, int positionWidth, MemorySegment values,
+                    boolean xorValues, boolean updateSnapshot);
 
     /** True if any of {@code count} values of a floating-point {@code dtype} is a NaN (any payload). Integer dtypes never are. */
     boolean containsNaN(MemorySegment values, Dtype dtype, long count);

@@ -15,7 +15,7 @@ import picocli.CommandLine.Command;
             "Sparse weight sync for disaggregated RL: publish weight deltas to a bulletin board,",
             "and serve rollouts behind a version-aware sidecar.",
             "",
-            "Sizes take k/m/g suffixes (KiB, MiB, GiB); densities are fractions (0.03 = 3%).",
+            "Sizes take k/m/g suffixes (KiB, MiB, GiB); densities are fractions (0.03 = 3%%).",
             "Run 'stitch <command> --help' for a command's options."
         },
         subcommandsRepeatable = false)
