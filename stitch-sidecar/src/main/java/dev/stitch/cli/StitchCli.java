@@ -37,6 +37,8 @@ public final class StitchCli implements Runnable {
         commands.sort(Comparator.comparing(c -> c.getClass().getAnnotation(Command.class).name()));
         for (StitchSubcommand c : commands) {
             cl.addSubcommand(c);
+            String name = c.getClass().getAnnotation(Command.class).name();
+            c.attach(cl.getSubcommands().get(name));
         }
         cl.setExecutionExceptionHandler((ex, line, parseResult) -> {
             if (System.getenv("STITCH_DEBUG") != null) {
