@@ -1,0 +1,33 @@
+package dev.stitch.bench.simulate;
+
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * One backend and encoding of a version, cut into chunks (groups of tensors) so the pipeline can
+ * encode chunk i+1 while chunk i is on the wire and chunk i-1 is being applied. Implementations run
+ * the project's real encoder, format writers and host applier.
+ */
+interface ChunkCodec extends AutoCloseable {
+
+    String backend();
+
+    String encoding();
+
+    int chunks();
+
+    /** Encodes chunk {@code chunk} into files under {@code trainerDir}; returns their paths relative to it. */
+    List<String> encode(int chunk, Path trainerDir) throws Exception;
+
+    /** Applies chunk {@code chunk} from {@code files} under {@code rolloutDir} onto the rollout checkpoint, verifying every digest. */
+    void apply(int chunk, Path rolloutDir, List<String> files) throws Exception;
+
+    /** Seconds the engine takes to reload the rollout checkpoint after the last chunk was applied. */
+    double reload() throws Exception;
+
+    /** Fails unless the rollout checkpoint now holds exactly the trainer's new weights. */
+    void verifyServed() throws Exception;
+
+    @Override
+    void close();
+}

@@ -1,0 +1,65 @@
+package dev.stitch.sync;
+
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * What the sync worker needs from the inference engine (board-and-sidecar.md 7.1). Every call runs on
+ * the worker thread, never on the request path; a failure is an exception whose message ends up in
+ * {@code last_sync_error}. Calls that return a map report timings and details surfaced as
+ * {@code stage_detail}/{@code commit_detail}.
+ */
+public interface EngineAdapter {
+
+    /** Adapter name shown as {@code /server_info.backend}. */
+    String name();
+
+    /** {@code engine} or {@code host}. */
+    String mode();
+
+    /** Startup work before the first pass (materialize the local checkpoint, probe the receiver). */
+    void prepare() throws Exception;
+
+    /** The manifest backends this adapter can apply. */
+    Set<String> supportedBackends();
+
+    default boolean supports(String backend) {
+        return supportedBackends().contains(backend);
+    }
+
+    /** Slow preparation outside the gate; must not change what the engine serves. */
+    Map<String, Object> stage(SyncPlan plan) throws Exception;
+
+    /** Brings the engine from {@code plan.from()} to {@code plan.target()} inside the gate. */
+    Map<String, Object> commit(SyncPlan plan) throws Exception;
+
+    /** Sets the engine's version label without reloading anything (empty-tail no-op). */
+    void label(long version) throws Exception;
+
+    /** Best-effort cache flush before a quiesce commit. */
+    void flush();
+
+    /** Pauses generation; {@code mode} is {@code in_place}, {@code abort} or {@code retract}. */
+    void pause(String mode) throws Exception;
+
+    /** Continues generation after {@link #pause}. */
+    void resume() throws Exception;
+
+    /** Staging work of a reset (e.g. rebuilding a local checkpoint from the base), outside the gate. */
+    default Map<String, Object> stageReset() throws Exception {
+        return Map.of();
+    }
+
+    /** Makes the engine serve the base checkpoint (version 0) again. */
+    void reset() throws Exception;
+
+    /** Best-effort abort of one request by rid. */
+    void abort(String rid);
+
+    /** {@code GET /health} of the engine: true when it answers 200. */
+    boolean probe();
+
+    /** The engine's current weight label from {@code /model_info}, if it can be read (restart adoption). */
+    Optional<String> weightVersionLabel();
+}

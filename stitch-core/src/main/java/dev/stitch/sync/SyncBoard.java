@@ -1,0 +1,45 @@
+package dev.stitch.sync;
+
+import java.io.IOException;
+
+/**
+ * The board as the sync worker reads it: the pointer, one version's manifest summary, artifact
+ * verification. Implementations wrap the bulletin board of {@code dev.stitch.board}; every call does
+ * file-system I/O and is made only from the worker thread.
+ */
+public interface SyncBoard {
+
+    /** The pointer {@code (run, version)} of {@code latest}; {@code run} may be null. */
+    record Pointer(String runId, long version) {
+    }
+
+    /** Board layout name ({@code stitch}, {@code slime}, {@code head}). */
+    String layout();
+
+    /** Runs the refresh hook (e.g. a network-volume reload). */
+    void refresh() throws IOException;
+
+    /** Reads the pointer; a read error is an exception (never version 0). */
+    Pointer readPointer() throws IOException;
+
+    /**
+     * Reads and validates version {@code v}'s manifest.
+     *
+     * @throws java.nio.file.NoSuchFileException when the version has no manifest (missing or GC'd)
+     * @throws IOException                        when it is unreadable or invalid
+     */
+    PlannedVersion readVersion(long version) throws IOException;
+
+    /**
+     * Verifies every artifact the plan will use from this version (size and digest, 1.3).
+     *
+     * @param includeFull whether the {@code full} artifacts are used (anchor load)
+     * @return the verified byte count and how many artifacts had no size/checksum
+     * @throws IOException describing the first bad artifact
+     */
+    Verification verify(PlannedVersion version, boolean includeFull, boolean requireChecksums) throws IOException;
+
+    /** Result of {@link #verify}. */
+    record Verification(long bytesVerified, int unverifiedArtifacts) {
+    }
+}

@@ -1,0 +1,66 @@
+package dev.stitch.sync;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * What one commit applies: from the served version to {@code target}, either by replaying deltas or
+ * by loading an anchor and the deltas after it (board-and-sidecar.md 6.3).
+ *
+ * @param kind             delta, anchor, noop or reset
+ * @param runId            the run the target belongs to
+ * @param from             the version the engine serves before the commit
+ * @param target           the version it serves after
+ * @param anchor           the anchor loaded first (anchor plans only)
+ * @param deltas           versions replayed in order (after the anchor, if any)
+ * @param touchedWeights   union of the touched tensor names, empty when unknown (see {@link #weightsKnown})
+ * @param weightsKnown     false when some version has files but no names
+ */
+public record SyncPlan(Kind kind, String runId, long from, long target, Optional<PlannedVersion> anchor,
+                       List<PlannedVersion> deltas, Set<String> touchedWeights, boolean weightsKnown) {
+
+    public enum Kind {
+        DELTA("delta"), ANCHOR("anchor"), NOOP("noop"), RESET("reset");
+
+        private final String label;
+
+        Kind(String label) {
+            this.label = label;
+        }
+
+        public String label() {
+            return label;
+        }
+    }
+
+    public SyncPlan {
+        deltas = List.copyOf(deltas);
+        touchedWeights = Set.copyOf(touchedWeights);
+    }
+
+    /** The plan of a run switch: back to the base checkpoint. */
+    public static SyncPlan reset(String newRunId, long from) {
+        return new SyncPlan(Kind.RESET, newRunId, from, 0, Optional.empty(), List.of(), Set.of(), true);
+    }
+
+    /** Every version of the plan in apply order (the anchor first). */
+    public List<PlannedVersion> versions() {
+        if (anchor.isEmpty()) {
+            return deltas;
+        }
+        List<PlannedVersion> all = new java.util.ArrayList<>(deltas.size() + 1);
+        all.add(anchor.get());
+        all.addAll(deltas);
+        return List.copyOf(all);
+    }
+
+    /** Number of transition files over the replayed deltas. */
+    public int transitionFileCount() {
+        int n = 0;
+        for (PlannedVersion v : deltas) {
+            n += v.transitionFiles().size();
+        }
+        return n;
+    }
+}

@@ -1,0 +1,13 @@
+package dev.stitch.safetensors;
+
+/** A safetensors container that breaks the format rules (delta-formats.md 0.2); nothing was read from it. */
+public final class SafetensorsFormatException extends IllegalArgumentException {
+
+    public SafetensorsFormatException(String message) {
+        super(message);
+    }
+
+    public SafetensorsFormatException(String message, Throwable cause) {
+        super(message, cause);
+    }
+}
