@@ -94,9 +94,14 @@ final class RolloutClients implements AutoCloseable {
     }
 
     @Override
-    public void close() throws InterruptedException {
-        stop();
-        http.close();
+    public void close() {
+        try {
+            stop();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            http.close();
+        }
     }
 
     private void loop(int id, boolean exact) {

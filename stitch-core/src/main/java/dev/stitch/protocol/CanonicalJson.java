@@ -2,6 +2,8 @@ package dev.stitch.protocol;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -119,6 +121,13 @@ public final class CanonicalJson {
         }
         // Double.toString gives the shortest round-trip digits (JDK 19+); only the layout differs from Python.
         BigDecimal bd = new BigDecimal(Double.toString(d)).stripTrailingZeros();
+        if (bd.precision() == 2) {
+            // Java never prints fewer than two digits; Python does when one digit already reads back (5e-324).
+            BigDecimal one = bd.round(new MathContext(1, RoundingMode.HALF_EVEN));
+            if (Double.parseDouble(one.toString()) == d) {
+                bd = one.stripTrailingZeros();
+            }
+        }
         String digits = bd.unscaledValue().abs().toString();
         int n = digits.length();
         int decpt = n - bd.scale();

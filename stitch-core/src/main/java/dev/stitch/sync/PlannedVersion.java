@@ -17,10 +17,12 @@ import java.util.List;
  * @param transitionBytes   summed size of the transition (and transition_meta) artifacts
  * @param anchor            whether the version carries {@code full} artifacts
  * @param fullBytes         summed size of the {@code full} artifacts (0 when not an anchor)
+ * @param manifest          the parsed manifest, or null when the board is not a {@code BulletinBoard}
  */
 public record PlannedVersion(long version, long baseVersion, String runId, String backend, String loadFormat,
                              Path directory, List<String> transitionFiles, List<String> transitionWeights,
-                             long transitionBytes, boolean anchor, long fullBytes) {
+                             long transitionBytes, boolean anchor, long fullBytes,
+                             dev.stitch.protocol.Manifest manifest) {
 
     public PlannedVersion {
         transitionFiles = List.copyOf(transitionFiles);

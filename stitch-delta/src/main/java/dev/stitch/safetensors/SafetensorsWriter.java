@@ -144,7 +144,10 @@ public final class SafetensorsWriter {
         }
     }
 
-    /** Compares names by their UTF-8 bytes, the order the reference writer sorts in. */
+    /** Tensor names in ascending unsigned byte order of their UTF-8 encoding, the order the reference writer sorts in. */
+    public static final Comparator<String> NAME_ORDER = SafetensorsWriter::compareUtf8;
+
+    /** Compares names by their UTF-8 bytes. */
     static int compareUtf8(String a, String b) {
         return java.util.Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
     }

@@ -117,4 +117,15 @@ public interface DeltaKernels {
 
     /** XOR of each value's exact widening to IEEE binary64 bits (slime v1 {@code v}); dtype is BF16, F16 or F32. */
     long xorWidenedValues(MemorySegment values, Dtype dtype, long count);
+
+    // ---- memory-traffic floor ---------------------------------------------------------------
+
+    /**
+     * Reads every byte of {@code data} once, as fast as this implementation can stream memory (the
+     * {@code B_r} of delta-formats.md 7.2), and returns a value that depends on all of them.
+     */
+    long streamRead(MemorySegment data);
+
+    /** Fills {@code data} with {@code value} as fast as this implementation can (the {@code B_w} of 7.2). */
+    void streamFill(MemorySegment data, byte value);
 }

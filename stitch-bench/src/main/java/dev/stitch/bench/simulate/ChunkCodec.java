@@ -22,12 +22,6 @@ interface ChunkCodec extends AutoCloseable {
     /** Applies chunk {@code chunk} from {@code files} under {@code rolloutDir} onto the rollout checkpoint, verifying every digest. */
     void apply(int chunk, Path rolloutDir, List<String> files) throws Exception;
 
-    /** Seconds the engine takes to reload the rollout checkpoint after the last chunk was applied. */
-    double reload() throws Exception;
-
-    /** Fails unless the rollout checkpoint now holds exactly the trainer's new weights. */
-    void verifyServed() throws Exception;
-
     @Override
     void close();
 }

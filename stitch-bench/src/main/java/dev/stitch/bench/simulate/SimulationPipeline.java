@@ -35,6 +35,12 @@ final class SimulationPipeline {
     private record Chunk(int index, List<String> files) {
     }
 
+    /** The engine reload after the last chunk is applied, ending with the first response served at v+1. */
+    @FunctionalInterface
+    interface Reload {
+        void run() throws Exception;
+    }
+
     private final ThrottledLink link;
 
     SimulationPipeline(ThrottledLink link) {
@@ -45,7 +51,7 @@ final class SimulationPipeline {
      * Publishes, ships and applies one version; {@code trainerDir} and {@code rolloutDir} are the
      * two board copies (created, and expected empty).
      */
-    Result run(ChunkCodec codec, Path trainerDir, Path rolloutDir) throws Exception {
+    Result run(ChunkCodec codec, Path trainerDir, Path rolloutDir, Reload reload) throws Exception {
         Files.createDirectories(trainerDir);
         Files.createDirectories(rolloutDir);
         AtomicLong encodeNanos = new AtomicLong();
@@ -82,9 +88,11 @@ final class SimulationPipeline {
             } catch (CompletionException e) {
                 throw unwrap(e);
             }
-            double reloadS = codec.reload();
-            double timeToServe = (System.nanoTime() - stepEnd) / 1e9;
-            codec.verifyServed();
+            long reloadStart = System.nanoTime();
+            reload.run();
+            long served = System.nanoTime();
+            double reloadS = (served - reloadStart) / 1e9;
+            double timeToServe = (served - stepEnd) / 1e9;
             return new Result(encodeNanos.get() / 1e9, transferNanos.get() / 1e9, applyNanos.get() / 1e9, reloadS,
                     timeToServe, bytes.sum(), files.intValue());
         } finally {

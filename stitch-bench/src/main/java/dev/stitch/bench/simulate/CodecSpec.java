@@ -1,0 +1,50 @@
+package dev.stitch.bench.simulate;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * A backend and its encoding as the simulation names them: {@code full}, {@code sparse_delta:indices|deltas|deltas_zstd},
+ * {@code disk_delta:xor|overwrite}, {@code stitch_delta:xor|overwrite}.
+ */
+record CodecSpec(String backend, String encoding) {
+
+    private static final List<String> SPARSE = List.of("indices", "deltas", "deltas_zstd");
+    private static final List<String> VALUE_MODES = List.of("xor", "overwrite");
+
+    static CodecSpec parse(String text) {
+        String t = text.trim().toLowerCase(Locale.ROOT).replace('-', '_');
+        int colon = t.indexOf(':');
+        String backend = colon < 0 ? t : t.substring(0, colon);
+        String encoding = colon < 0 ? null : t.substring(colon + 1);
+        switch (backend) {
+            case "full" -> {
+                if (encoding != null && !encoding.equals("full")) {
+                    throw new IllegalArgumentException("full has no encodings, got '" + text + "'");
+                }
+                return new CodecSpec("full", "full");
+            }
+            case "sparse_delta" -> {
+                String e = encoding == null ? "deltas_zstd" : encoding;
+                if (!SPARSE.contains(e)) {
+                    throw new IllegalArgumentException("sparse_delta encodings are " + SPARSE + ", got '" + text + "'");
+                }
+                return new CodecSpec(backend, e);
+            }
+            case "disk_delta", "stitch_delta" -> {
+                String e = encoding == null ? "xor" : encoding;
+                if (!VALUE_MODES.contains(e)) {
+                    throw new IllegalArgumentException(backend + " encodings are " + VALUE_MODES + ", got '" + text + "'");
+                }
+                return new CodecSpec(backend, e);
+            }
+            default -> throw new IllegalArgumentException("unknown backend '" + backend
+                    + "' (expected full, sparse_delta, disk_delta or stitch_delta)");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return backend.equals(encoding) ? backend : backend + ":" + encoding;
+    }
+}

@@ -1,0 +1,78 @@
+package dev.stitch.bench.simulate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.stitch.refengine.ReferenceEngine;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+
+/**
+ * The rollout host's inference engine in the simulation: the project's reference engine serving the
+ * local checkpoint, reloaded through SGLang's {@code /update_weights_from_disk} and probed with one
+ * {@code /generate} request, whose stamped version and weights digest prove v+1 is being served.
+ */
+final class RolloutEngine implements AutoCloseable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final ReferenceEngine engine;
+    private final HttpClient http;
+    private RolloutEngine(ReferenceEngine engine) {
+        this.engine = engine;
+        this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10)).build();
+    }
+
+    /** Boots the engine on {@code checkpoint} (loopback, free port, no token latency). */
+    static RolloutEngine boot(Path checkpoint) throws IOException {
+        ReferenceEngine e = new ReferenceEngine(ReferenceEngine.Config.local(checkpoint)).start();
+        return new RolloutEngine(e);
+    }
+
+    /**
+     * Full reload of the local checkpoint {@code checkpoint} labelled {@code version}, then one generate
+     * request; fails unless that response is stamped {@code version} with digest {@code expectedDigest}.
+     */
+    void reloadAndServe(Path checkpoint, String version, String expectedDigest) throws IOException, InterruptedException {
+        String body = JSON.createObjectNode().put("model_path", checkpoint.toAbsolutePath().toString())
+                .put("load_format", "auto").put("weight_version", version).toString();
+        JsonNode reload = post("/update_weights_from_disk", body);
+        if (!reload.path("success").asBoolean(false)) {
+            throw new IOException("engine reload failed: " + reload.path("message").asText(reload.toString()));
+        }
+        JsonNode served = post("/generate", "{\"text\": \"ping\", \"sampling_params\": {\"max_new_tokens\": 1}}");
+        JsonNode meta = served.path("meta_info");
+        if (!version.equals(meta.path("weight_version").asText())) {
+            throw new IOException("first response after the reload is stamped " + meta.path("weight_version") + ", expected " + version);
+        }
+        if (expectedDigest != null && !expectedDigest.equals(meta.path("weights_digest").asText())) {
+            throw new IOException("engine serves weights " + meta.path("weights_digest").asText()
+                    + " but the trainer published " + expectedDigest);
+        }
+    }
+
+    private JsonNode post(String path, String body) throws IOException, InterruptedException {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(engine.url() + path)).timeout(Duration.ofMinutes(10))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
+        HttpResponse<String> resp = http.send(req, HttpResponse.BodyHandlers.ofString());
+        JsonNode node;
+        try {
+            node = JSON.readTree(resp.body());
+        } catch (IOException e) {
+            throw new IOException(path + " answered " + resp.statusCode() + " with a body that is not JSON", e);
+        }
+        if (resp.statusCode() != 200 && !path.equals("/update_weights_from_disk")) {
+            throw new IOException(path + " answered " + resp.statusCode() + ": " + resp.body());
+        }
+        return node;
+    }
+
+    @Override
+    public void close() {
+        engine.close();
+        http.close();
+    }
+}

@@ -1,0 +1,256 @@
+package dev.stitch.bench.simulate;
+
+import dev.stitch.bench.BenchResults;
+import dev.stitch.bench.BenchSubcommand;
+import dev.stitch.cli.CliFailure;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code stitch bench simulate}: time-to-serve v+1 across a throttled wide-area link, measured with
+ * the real encode, transfer and apply code at a small model size, then extrapolated to the given
+ * model and hosts from the measured per-GiB costs.
+ */
+@Command(name = "simulate",
+        description = {
+            "Cross-datacenter simulation: time from the trainer's step end to the first response served at v+1,",
+            "for full checkpoints and every delta backend/encoding, with encode (trainer), transfer (a token-bucket",
+            "link with RTT) and apply (rollout host) pipelined per chunk, then one engine reload.",
+            "It MEASURES a real pipeline at --measure-size on this machine (one thread per stage), then",
+            "EXTRAPOLATES to --model-params using the measured per-GiB, per-core costs scaled to the given",
+            "core counts (rows marked extrapolated=true)."
+        },
+        mixinStandardHelpOptions = true)
+public final class SimulateCommand implements BenchSubcommand, Callable<Integer> {
+
+    @Option(names = "--model-params", defaultValue = "70e9", paramLabel = "N",
+            description = "Parameters of the model to extrapolate to (bf16, 2 bytes each); accepts 70e9 (default ${DEFAULT-VALUE}).")
+    String modelParams;
+
+    @Option(names = "--density", defaultValue = "0.03", paramLabel = "D",
+            description = "Fraction of elements changed by the training step (default ${DEFAULT-VALUE}).")
+    double density;
+
+    @Option(names = "--link-mbps", defaultValue = "300", split = ",", paramLabel = "R",
+            description = "Link rate(s) in MB/s (10^6 bytes per second), comma-separated; the first is used for the "
+                    + "measured run, every one gets extrapolated rows (default ${DEFAULT-VALUE}).")
+    List<Double> linkMbps;
+
+    @Option(names = "--rtt-ms", defaultValue = "50", paramLabel = "T",
+            description = "Round-trip time added once per file request, milliseconds (default ${DEFAULT-VALUE}).")
+    double rttMs;
+
+    @Option(names = "--trainer-cores", defaultValue = "32", paramLabel = "C",
+            description = "Cores the trainer host gives the encoder in the extrapolation (default ${DEFAULT-VALUE}).")
+    int trainerCores;
+
+    @Option(names = "--rollout-cores", defaultValue = "16", paramLabel = "C",
+            description = "Cores the rollout host gives the applier in the extrapolation (default ${DEFAULT-VALUE}).")
+    int rolloutCores;
+
+    @Option(names = "--measure-size", defaultValue = "256m", paramLabel = "SIZE",
+            description = "Model size measured on this machine (k/m/g suffixes; default ${DEFAULT-VALUE}).")
+    String measureSize;
+
+    @Option(names = "--chunks", defaultValue = "16", paramLabel = "K",
+            description = "Pipeline chunks (groups of whole tensors) a version is cut into (default ${DEFAULT-VALUE}).")
+    int chunks;
+
+    @Option(names = "--backends", split = ",", paramLabel = "B[:E]",
+            defaultValue = "full,sparse_delta:deltas_zstd,disk_delta:xor,disk_delta:overwrite,stitch_delta:xor,stitch_delta:overwrite",
+            description = "Backends and encodings to run, comma-separated (default ${DEFAULT-VALUE}; "
+                    + "sparse_delta also takes indices and deltas).")
+    List<String> backends;
+
+    @Option(names = "--mem-gbps", defaultValue = "100", paramLabel = "GBPS",
+            description = "Streaming memory bandwidth of each host in GB/s, the cap on encode and apply however many "
+                    + "cores they get (default ${DEFAULT-VALUE}).")
+    double memGbps;
+
+    @Option(names = "--disk-gbps", defaultValue = "2", paramLabel = "GBPS",
+            description = "Disk bandwidth in GB/s for writing the version on the trainer and reading it on the rollout "
+                    + "host (default ${DEFAULT-VALUE}).")
+    double diskGbps;
+
+    @Option(names = "--reload-gbps", paramLabel = "GBPS",
+            description = "Engine reload bandwidth in GB/s for the extrapolation (default: measured with the reference engine).")
+    Double reloadGbps;
+
+    @Option(names = "--scale-link", defaultValue = "false",
+            description = "Measure with the link rate scaled by measure size / model size, so the measured run has the "
+                    + "extrapolated model's proportions (slow: a full checkpoint then takes as long as the real one).")
+    boolean scaleLink;
+
+    @Option(names = "--seed", defaultValue = "42", description = "Seed of the synthetic model and step (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Option(names = "--work-dir", paramLabel = "DIR",
+            description = "Where the trainer-side and rollout-side boards and checkpoints go (default: a temporary "
+                    + "directory, deleted afterwards).")
+    Path workDir;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Also write {\"benchmark\": \"simulate\", \"results\": [...]} to FILE.")
+    Path json;
+
+    public SimulateCommand() {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        SimulationPlan plan = plan();
+        BenchResults results = new BenchResults("simulate");
+        Path work = workDir != null ? Files.createDirectories(workDir) : Files.createTempDirectory("stitch-simulate");
+        try {
+            new Simulation(plan, work, System.err).run(results);
+        } finally {
+            if (workDir == null) {
+                deleteTree(work);
+            }
+        }
+        print(results, plan, System.out);
+        if (json != null) {
+            results.writeJson(json);
+        }
+        return 0;
+    }
+
+    SimulationPlan plan() {
+        double params;
+        try {
+            params = Double.parseDouble(modelParams.trim());
+        } catch (NumberFormatException e) {
+            throw new CliFailure("--model-params must be a number of parameters such as 70e9, got '" + modelParams + "'");
+        }
+        if (!(params >= 1) || params > 1e15) {
+            throw new CliFailure("--model-params must be between 1 and 1e15, got " + modelParams);
+        }
+        if (!(density > 0 && density <= 1)) {
+            throw new CliFailure("--density must be a fraction in (0, 1], got " + density);
+        }
+        if (linkMbps.isEmpty()) {
+            throw new CliFailure("--link-mbps needs at least one rate");
+        }
+        for (double r : linkMbps) {
+            if (!(r > 0) || Double.isInfinite(r)) {
+                throw new CliFailure("--link-mbps must be positive, got " + r);
+            }
+        }
+        if (!(rttMs >= 0) || rttMs > 60_000) {
+            throw new CliFailure("--rtt-ms must be between 0 and 60000, got " + rttMs);
+        }
+        if (trainerCores < 1 || rolloutCores < 1) {
+            throw new CliFailure("--trainer-cores and --rollout-cores must be at least 1");
+        }
+        if (chunks < 1 || chunks > 1024) {
+            throw new CliFailure("--chunks must be between 1 and 1024, got " + chunks);
+        }
+        if (!(memGbps > 0) || !(diskGbps > 0) || (reloadGbps != null && !(reloadGbps > 0))) {
+            throw new CliFailure("--mem-gbps, --disk-gbps and --reload-gbps must be positive");
+        }
+        long measureBytes = parseSize(measureSize, "--measure-size");
+        if (measureBytes < 1L << 20) {
+            throw new CliFailure("--measure-size must be at least 1m, got " + measureSize);
+        }
+        List<CodecSpec> specs = new ArrayList<>();
+        for (String b : backends) {
+            try {
+                CodecSpec s = CodecSpec.parse(b);
+                if (!specs.contains(s)) {
+                    specs.add(s);
+                }
+            } catch (IllegalArgumentException e) {
+                throw new CliFailure("--backends: " + e.getMessage());
+            }
+        }
+        return new SimulationPlan((long) params, density, List.copyOf(linkMbps), rttMs / 1e3, trainerCores, rolloutCores,
+                measureBytes, chunks, specs, memGbps, diskGbps, reloadGbps, scaleLink, seed);
+    }
+
+    /** Parses {@code 256m}-style sizes: k/m/g are KiB/MiB/GiB, a bare number is bytes. */
+    static long parseSize(String text, String option) {
+        String t = text.trim().toLowerCase(Locale.ROOT);
+        long unit = 1;
+        if (t.endsWith("k") || t.endsWith("m") || t.endsWith("g")) {
+            unit = switch (t.charAt(t.length() - 1)) {
+                case 'k' -> 1L << 10;
+                case 'm' -> 1L << 20;
+                default -> 1L << 30;
+            };
+            t = t.substring(0, t.length() - 1);
+        }
+        try {
+            long n = Long.parseLong(t);
+            if (n <= 0) {
+                throw new NumberFormatException();
+            }
+            return Math.multiplyExact(n, unit);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new CliFailure(option + " must be a positive size such as 256m or 1g, got '" + text + "'");
+        }
+    }
+
+    static void print(BenchResults results, SimulationPlan plan, PrintStream out) {
+        results.printTable(out, "backend", "encoding", "extrapolated", "model_params", "link_mbps", "bytes", "encode_s",
+                "transfer_s", "apply_s", "reload_s", "slowest_stage_s", "time_to_serve_s", "sequential_s", "pipelined_ratio");
+        out.println();
+        Map<String, Object> any = results.rows().isEmpty() ? Map.of() : results.rows().getFirst();
+        out.printf(Locale.ROOT, "Measured rows (extrapolated=false): a real pipeline on this machine, %s of bf16 at density %s,%n",
+                human(plan.measureBytes()), plan.density());
+        out.printf(Locale.ROOT, "one thread per stage, link %s MB/s%s with %.0f ms RTT per file, reload = reference engine%n",
+                any.getOrDefault("measured_link_mbps", plan.linkMbps().getFirst()), plan.scaleLink() ? " (scaled)" : "",
+                plan.rttS() * 1e3);
+        out.println("/update_weights_from_disk + first /generate stamped v+1 with the trainer's weights digest.");
+        out.printf(Locale.ROOT, "Extrapolated rows (extrapolated=true): %.3g parameters, measured per-GiB single-core costs divided by%n",
+                (double) plan.modelParams());
+        out.printf(Locale.ROOT, "%d trainer / %d rollout cores, capped by %.0f GB/s memory (delta-formats.md 7.2 traffic) and %.1f GB/s disk;%n",
+                plan.trainerCores(), plan.rolloutCores(), plan.memGbps(), plan.diskGbps());
+        out.println("transfer = bytes / link + RTT per file; reload = model bytes / reload bandwidth; time_to_serve = slowest stage");
+        out.printf(Locale.ROOT, "+ the other stages' first/last chunk (%d chunks) + reload; sequential_s is the plain sum for comparison.%n",
+                plan.chunks());
+        out.println("pipelined_ratio = (time_to_serve - reload) / slowest stage; the target is <= 1.2.");
+    }
+
+    static String human(long bytes) {
+        if (bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + " GiB";
+        }
+        if (bytes % (1L << 20) == 0) {
+            return (bytes >> 20) + " MiB";
+        }
+        return bytes + " bytes";
+    }
+
+    static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        Files.walkFileTree(root, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                Files.delete(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
+                if (exc != null) {
+                    throw exc;
+                }
+                Files.delete(dir);
+                return FileVisitResult.CONTINUE;
+            }
+        });
+    }
+}

@@ -1,0 +1,163 @@
+package dev.stitch.board;
+
+import dev.stitch.hash.Hash128;
+import dev.stitch.hash.Xxh3;
+import dev.stitch.protocol.Artifact;
+import dev.stitch.protocol.Manifest;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.Locale;
+import java.util.function.Predicate;
+
+/** The reader-side artifact check of board-and-sidecar.md 1.3: presence, size, digest. */
+final class ArtifactVerifier {
+    private static final long HASH_CHUNK = 1L << 30;
+
+    private ArtifactVerifier() {
+    }
+
+    static VerificationReport verify(Path root, Path versionDir, Manifest manifest, Predicate<Artifact> which,
+                                     boolean requireChecksums) throws IOException {
+        int verified = 0;
+        int unverified = 0;
+        long bytes = 0;
+        for (Artifact a : manifest.artifacts()) {
+            if (!which.test(a)) {
+                continue;
+            }
+            Path file = resolveInside(versionDir, a.path());
+            String rel = relative(root, file);
+            if (a.sizeBytes() == null || a.checksum() == null) {
+                if (requireChecksums) {
+                    throw new ArtifactVerificationException(rel, "has no " + (a.sizeBytes() == null ? "size_bytes" : "checksum")
+                            + " in the manifest and checksums are required");
+                }
+            }
+            if (!Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS)) {
+                if (Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
+                    throw new ArtifactVerificationException(rel, "is not a regular file");
+                }
+                throw new ArtifactVerificationException(rel, "is missing");
+            }
+            if (!file.toRealPath().startsWith(versionDir.toRealPath())) {
+                throw new ArtifactVerificationException(rel, "resolves outside its version directory through a link");
+            }
+            long size = Files.size(file);
+            if (a.sizeBytes() != null && size != a.sizeBytes()) {
+                throw new ArtifactVerificationException(rel, "is " + size + " bytes, the manifest says " + a.sizeBytes());
+            }
+            if (a.checksum() != null) {
+                checkDigest(rel, file, a.checksum());
+            }
+            if (a.sizeBytes() == null || a.checksum() == null) {
+                unverified++;
+            } else {
+                verified++;
+                bytes += size;
+            }
+        }
+        return new VerificationReport(verified, bytes, unverified);
+    }
+
+    /** Resolves a manifest path inside {@code dir}; the path was checked on parse, this guards symlinked escapes too. */
+    static Path resolveInside(Path dir, String relPath) throws ArtifactVerificationException {
+        String bad = Artifact.pathProblem(relPath);
+        if (bad != null) {
+            throw new ArtifactVerificationException(relPath, bad);
+        }
+        Path file = dir.resolve(relPath).normalize();
+        if (!file.startsWith(dir.normalize())) {
+            throw new ArtifactVerificationException(relPath, "escapes its version directory");
+        }
+        return file;
+    }
+
+    private static void checkDigest(String rel, Path file, String checksum) throws IOException {
+        int colon = checksum.indexOf(':');
+        if (colon < 0) {
+            throw new ArtifactVerificationException(rel, "malformed checksum '" + checksum + "' (expected xxh3-128:<hex> or sha256:<hex>)");
+        }
+        String algorithm = checksum.substring(0, colon);
+        String hex = checksum.substring(colon + 1).toLowerCase(Locale.ROOT);
+        switch (algorithm) {
+            case "xxh3-128" -> {
+                if (!isHex(hex, 32)) {
+                    throw new ArtifactVerificationException(rel, "malformed xxh3-128 digest '" + checksum + "' (needs 32 hex digits)");
+                }
+                String actual = xxh3(file).hex();
+                if (!actual.equals(hex)) {
+                    throw new ArtifactVerificationException(rel, "xxh3-128 digest mismatch: file has " + actual + ", the manifest says " + hex);
+                }
+            }
+            case "sha256" -> {
+                if (!isHex(hex, 64)) {
+                    throw new ArtifactVerificationException(rel, "malformed sha256 digest '" + checksum + "' (needs 64 hex digits)");
+                }
+                String actual = sha256(file);
+                if (!actual.equals(hex)) {
+                    throw new ArtifactVerificationException(rel, "sha256 digest mismatch: file has " + actual + ", the manifest says " + hex);
+                }
+            }
+            default -> throw new ArtifactVerificationException(rel, "unknown checksum algorithm '" + algorithm + "'");
+        }
+    }
+
+    /** xxh3-128 of a whole file, read through a mapping. */
+    static Hash128 xxh3(Path file) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            long size = ch.size();
+            if (size == 0) {
+                return Xxh3.hash128(new byte[0]);
+            }
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            return Xxh3.hash128(seg);
+        }
+    }
+
+    static String sha256(Path file) throws IOException {
+        MessageDigest md;
+        try {
+            md = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK lacks SHA-256", e);
+        }
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            long size = ch.size();
+            long off = 0;
+            while (off < size) {
+                long n = Math.min(HASH_CHUNK, size - off);
+                md.update(ch.map(FileChannel.MapMode.READ_ONLY, off, n, arena).asByteBuffer());
+                off += n;
+            }
+        }
+        return HexFormat.of().formatHex(md.digest());
+    }
+
+    static String relative(Path root, Path file) {
+        Path r = root.toAbsolutePath().normalize();
+        Path f = file.toAbsolutePath().normalize();
+        return f.startsWith(r) ? r.relativize(f).toString().replace('\\', '/') : f.toString();
+    }
+
+    private static boolean isHex(String s, int length) {
+        if (s.length() != length) {
+            return false;
+        }
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+                return false;
+            }
+        }
+        return true;
+    }
+}

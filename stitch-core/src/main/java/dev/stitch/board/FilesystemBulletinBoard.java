@@ -1,0 +1,603 @@
+package dev.stitch.board;
+
+import dev.stitch.hash.Xxh3;
+import dev.stitch.protocol.Artifact;
+import dev.stitch.protocol.LatestPointer;
+import dev.stitch.protocol.Manifest;
+import dev.stitch.protocol.ProtocolException;
+import dev.stitch.protocol.WeightIdentity;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.TreeMap;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A stitch-layout board on a file system (board-and-sidecar.md 1-2): reads, and the writer side —
+ * staged publishes with compare-and-advance of {@code latest.json} under the board lock, run claims,
+ * retention and orphan handling. Safe for concurrent use by threads and by processes sharing the
+ * directory.
+ *
+ * <pre>{@code
+ * FilesystemBulletinBoard board = FilesystemBulletinBoard.open(root);
+ * LatestPointer p = board.readLatest();
+ * try (VersionPublication pub = board.beginPublish(p.runId(), p.version() + 1)) {
+ *     pub.writeArtifact("delta-00000.stdelta", ArtifactKind.TRANSITION, out -> out.write(bytes));
+ *     Manifest m = pub.commit(ManifestFields.of("stitch_delta", "auto"));
+ * }
+ * }</pre>
+ */
+public final class FilesystemBulletinBoard implements BulletinBoard {
+    /** Directory of the versions under the root. */
+    public static final String VERSIONS_DIR = "versions";
+    /** Directory of archived runs under the root. */
+    public static final String ARCHIVE_DIR = "archive";
+    /** Suffix of a publish in progress. */
+    static final String STAGING_SUFFIX = ".staging";
+    /** Suffix of a version directory moved aside because its publisher crashed before the pointer moved. */
+    static final String ORPHAN_SUFFIX = ".orphan";
+    /** Largest manifest or pointer file read; anything bigger is refused rather than loaded. */
+    static final long MAX_DOCUMENT_BYTES = 64L << 20;
+
+    private static final Logger LOG = LoggerFactory.getLogger(FilesystemBulletinBoard.class);
+
+    private final Path root;
+    private final Path versions;
+    private final BoardOptions options;
+
+    private FilesystemBulletinBoard(Path root, BoardOptions options) {
+        this.root = root.toAbsolutePath().normalize();
+        this.versions = this.root.resolve(VERSIONS_DIR);
+        this.options = Objects.requireNonNull(options, "options");
+    }
+
+    /** Opens the board at {@code root} with default options; nothing is created. */
+    public static FilesystemBulletinBoard open(Path root) {
+        return open(root, BoardOptions.defaults());
+    }
+
+    /** Opens the board at {@code root}; nothing is created. */
+    public static FilesystemBulletinBoard open(Path root, BoardOptions options) {
+        return new FilesystemBulletinBoard(root, options);
+    }
+
+    /**
+     * Creates a board ({@code versions/} and {@code latest.json} at version 0, with {@code runId} when
+     * given, as a claim). An existing board is left unchanged.
+     */
+    public static FilesystemBulletinBoard create(Path root, String runId, BoardOptions options) throws IOException {
+        PointerMoves.checkWritableRunId(runId);
+        FilesystemBulletinBoard board = new FilesystemBulletinBoard(root, options);
+        AtomicFiles files = options.files();
+        files.createDirectories(board.versions);
+        if (!Files.exists(board.latestPath())) {
+            try (BoardLock lock = BoardLock.acquire(board.root, options)) {
+                if (!Files.exists(board.latestPath())) {
+                    board.writePointer(new LatestPointer(runId, 0, board.now(), null));
+                }
+            }
+        }
+        return board;
+    }
+
+    /** The options this board was opened with. */
+    public BoardOptions options() {
+        return options;
+    }
+
+    @Override
+    public Path root() {
+        return root;
+    }
+
+    @Override
+    public BoardLayout layout() {
+        return BoardLayout.STITCH;
+    }
+
+    @Override
+    public void refresh() throws IOException {
+        options.refreshHook().refresh(root);
+    }
+
+    @Override
+    public LatestPointer readLatest() throws IOException {
+        refresh();
+        return readPointerNoRefresh();
+    }
+
+    @Override
+    public Path versionDirectory(long version) {
+        return versions.resolve(WeightIdentity.format(version));
+    }
+
+    @Override
+    public Manifest readManifest(long version) throws IOException {
+        if (version < 1) {
+            throw new IllegalArgumentException("version " + version + " has no manifest (the base is version 0)");
+        }
+        return parseManifest(version, readManifestBytes(version));
+    }
+
+    @Override
+    public OptionalLong newestAnchorAtOrBelow(long version) throws IOException {
+        // GC only deletes whole prefixes below an anchor, so the first missing manifest ends the search.
+        for (long v = version; v >= 1; v--) {
+            Manifest m;
+            try {
+                m = readManifest(v);
+            } catch (NoSuchFileException e) {
+                return OptionalLong.empty();
+            } catch (ProtocolException e) {
+                LOG.debug("skipping unreadable manifest of version {} in the anchor search: {}", v, e.getMessage());
+                continue;
+            }
+            if (m.isAnchor()) {
+                return OptionalLong.of(v);
+            }
+        }
+        return OptionalLong.empty();
+    }
+
+    @Override
+    public VerificationReport verifyArtifacts(Manifest manifest, Predicate<Artifact> which, boolean requireChecksums)
+            throws IOException {
+        return ArtifactVerifier.verify(root, versionDirectory(manifest.version()), manifest, which, requireChecksums);
+    }
+
+    // ---------------------------------------------------------------- writer side
+
+    /**
+     * Starts publishing {@code version} of run {@code runId} (null = a run-less board): checks the move
+     * against the pointer (2.3 step 1), performing the implicit claim when {@code version == 1} starts
+     * a new run, and creates the staging directory. The caller then writes artifacts and commits; a
+     * publication that is closed without a commit removes its staging directory.
+     *
+     * @throws PointerRewindException   the version is already published in this run
+     * @throws PointerSkipException     the version is more than one past latest
+     * @throws PointerConflictException another run owns the board and {@code version > 1}
+     */
+    public VersionPublication beginPublish(String runId, long version) throws IOException {
+        PointerMoves.checkWritableRunId(runId);
+        if (version < 1) {
+            throw new IllegalArgumentException("published versions start at 1, got " + version);
+        }
+        LatestPointer p = readLatest();
+        PointerMoves.Outcome outcome = PointerMoves.publish(p.runId(), p.version(), runId, version);
+        if (outcome == PointerMoves.Outcome.CLAIM_THEN_ADVANCE) {
+            claimInternal(runId);
+        }
+        options.files().createDirectories(versions);
+        Path staging = versions.resolve("." + WeightIdentity.format(version) + "." + AtomicFiles.randomHex16() + STAGING_SUFFIX);
+        Files.createDirectory(staging);
+        return new VersionPublication(this, runId, version, staging);
+    }
+
+    /**
+     * Starts run {@code runId} (2.4): the pointer becomes {@code (runId, 0)} (an idempotent no-op when
+     * it already is), and every version directory of another run, or without a manifest, is moved to
+     * {@code archive/<old run or "norun">/}.
+     *
+     * @throws PointerRewindException when {@code runId} already published versions
+     */
+    public LatestPointer claim(String runId) throws IOException {
+        Objects.requireNonNull(runId, "a claim needs a run id");
+        PointerMoves.checkWritableRunId(runId);
+        return claimInternal(runId);
+    }
+
+    private LatestPointer claimInternal(String runId) throws IOException {
+        options.files().createDirectories(versions);
+        try (BoardLock lock = BoardLock.acquire(root, options)) {
+            LatestPointer current = readPointerNoRefresh();
+            PointerMoves.Outcome outcome = PointerMoves.claim(current.runId(), current.version(), runId);
+            LatestPointer next = current;
+            if (outcome == PointerMoves.Outcome.RESET) {
+                next = new LatestPointer(runId, 0, now(), null);
+                writePointer(next);
+            }
+            // Archived under the lock so that a concurrent publisher of the new run cannot lose its version.
+            archiveOtherRuns(runId);
+            return next;
+        }
+    }
+
+    /** Called by {@link VersionPublication#commit}: step 5 of 2.3. */
+    Manifest commitStaged(VersionPublication pub, Manifest manifest, byte[] manifestBytes) throws IOException {
+        long version = manifest.version();
+        Path finalDir = versionDirectory(version);
+        try (BoardLock lock = BoardLock.acquire(root, options)) {
+            LatestPointer current = readPointerNoRefresh();
+            PointerMoves.Outcome outcome = PointerMoves.publish(current.runId(), current.version(), pub.runId(), version);
+            if (outcome != PointerMoves.Outcome.ADVANCE) {
+                // The run changed since beginPublish: our claim was overtaken, so this publish is fenced out.
+                throw new PointerConflictException("latest is at version " + current.version() + " "
+                        + PointerMoves.describeRun(current.runId()) + "; the claim of "
+                        + PointerMoves.describeRun(pub.runId()) + " made for this publish was overtaken");
+            }
+            if (Files.exists(finalDir, LinkOption.NOFOLLOW_LINKS)) {
+                Path orphan = versions.resolve("." + finalDir.getFileName() + "." + AtomicFiles.randomHex16() + ORPHAN_SUFFIX);
+                LOG.warn("moving aside {} left by a crashed publisher (version {} is above latest {})", finalDir, version,
+                        current.version());
+                options.files().move(finalDir, orphan);
+            }
+            options.files().move(pub.stagingDirectory(), finalDir);
+            options.files().fsyncDirectory(versions);
+            String checksum = Artifact.XXH3_PREFIX + Xxh3.hash128(manifestBytes).hex();
+            writePointer(new LatestPointer(pub.runId(), version, now(), checksum));
+            return manifest;
+        }
+    }
+
+    /**
+     * Deletes what a crashed publisher of {@code version} left (the version directory above latest,
+     * its orphans and staging directories), under the lock. Refused for a published version.
+     *
+     * @return the removed entries, relative to the root
+     */
+    public List<String> discardOrphan(long version) throws IOException {
+        List<String> removed = new ArrayList<>();
+        List<Path> doomed = new ArrayList<>();
+        try (BoardLock lock = BoardLock.acquire(root, options)) {
+            LatestPointer current = readPointerNoRefresh();
+            if (version <= current.version()) {
+                throw new IOException("version " + version + " is published (latest is " + current.version()
+                        + "); only versions above latest can be discarded");
+            }
+            Path dir = versionDirectory(version);
+            String id = WeightIdentity.format(version);
+            if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
+                Path aside = versions.resolve("." + id + "." + AtomicFiles.randomHex16() + ORPHAN_SUFFIX);
+                options.files().move(dir, aside);
+                doomed.add(aside);
+            }
+            for (Path p : listVersionsDir()) {
+                String name = p.getFileName().toString();
+                if (name.startsWith("." + id + ".") && (name.endsWith(ORPHAN_SUFFIX) || name.endsWith(STAGING_SUFFIX))
+                        && !doomed.contains(p)) {
+                    doomed.add(p);
+                }
+            }
+        }
+        for (Path p : doomed) {
+            deleteTree(p);
+            removed.add(ArtifactVerifier.relative(root, p));
+        }
+        return removed;
+    }
+
+    /**
+     * Entries that are not part of any published version: staging and orphan directories, version
+     * directories above latest, stale lock files and temporaries, relative to the root.
+     */
+    public List<String> leftovers() throws IOException {
+        LatestPointer current = readPointerNoRefresh();
+        List<String> out = new ArrayList<>();
+        for (Path p : listVersionsDir()) {
+            String name = p.getFileName().toString();
+            OptionalLong v = WeightIdentity.parse(name);
+            if (v.isPresent() ? v.getAsLong() > current.version() || v.getAsLong() == 0 : isLeftoverName(name)) {
+                out.add(ArtifactVerifier.relative(root, p));
+            }
+        }
+        for (Path p : listDir(root)) {
+            if (isLeftoverName(p.getFileName().toString())) {
+                out.add(ArtifactVerifier.relative(root, p));
+            }
+        }
+        out.sort(Comparator.naturalOrder());
+        return out;
+    }
+
+    /**
+     * Retention (2.5): keeps the newest anchor at or below latest and everything after it, and the
+     * last {@code keepLast} versions; deletes older versions of this run once older than {@code minAgeSeconds},
+     * other-run directories, orphans and temporaries older than the orphan grace, archives older than
+     * the archive grace. With no anchor no version is deleted.
+     */
+    public GcReport gc(int keepLast, long minAgeSeconds) throws IOException {
+        if (keepLast < 0 || minAgeSeconds < 0) {
+            throw new IllegalArgumentException("keep and min age are non-negative");
+        }
+        refresh();
+        long nowMillis = options.clock().millis();
+        List<Long> deletedVersions = new ArrayList<>();
+        List<Path> doomedVersions = new ArrayList<>();
+        List<Path> doomedOther = new ArrayList<>();
+        long anchor;
+        try (BoardLock lock = BoardLock.acquire(root, options)) {
+            LatestPointer current = readPointerNoRefresh();
+            long latest = current.version();
+            anchor = newestAnchorOfRun(latest, current.runId());
+            TreeMap<Long, Path> byVersion = new TreeMap<>();
+            for (Path p : listVersionsDir()) {
+                String name = p.getFileName().toString();
+                OptionalLong v = WeightIdentity.parse(name);
+                if (v.isPresent()) {
+                    byVersion.put(v.getAsLong(), p);
+                } else if (isLeftoverName(name) && olderThan(p, options.orphanGrace().toMillis(), nowMillis)) {
+                    doomedOther.add(p);
+                }
+            }
+            for (var e : byVersion.entrySet()) {
+                long v = e.getKey();
+                Path dir = e.getValue();
+                if (v > latest || v == 0) {
+                    // Above latest under the lock: an orphan of a crashed publisher, not yet replaced.
+                    if (olderThan(dir, options.orphanGrace().toMillis(), nowMillis)) {
+                        doomedOther.add(dir);
+                    }
+                    continue;
+                }
+                Manifest m = readManifestQuietly(v);
+                boolean otherRun = m != null && !Objects.equals(m.runId(), current.runId())
+                        && m.runId() != null && current.runId() != null;
+                if (otherRun) {
+                    if (ageMillis(m, dir, nowMillis) >= minAgeSeconds * 1000) {
+                        doomedVersions.add(dir);
+                        deletedVersions.add(v);
+                    }
+                    continue;
+                }
+                boolean isProtected = v >= anchor || v > latest - keepLast;
+                if (isProtected || anchor == 0) {
+                    continue;
+                }
+                long age = m == null ? ageOfPath(dir, nowMillis) : ageMillis(m, dir, nowMillis);
+                if (age >= minAgeSeconds * 1000) {
+                    doomedVersions.add(dir);
+                    deletedVersions.add(v);
+                }
+            }
+            for (Path p : listDir(root)) {
+                String name = p.getFileName().toString();
+                if (isLeftoverName(name) && olderThan(p, options.orphanGrace().toMillis(), nowMillis)) {
+                    doomedOther.add(p);
+                }
+            }
+            collectArchives(nowMillis, doomedOther);
+        }
+        List<String> removed = new ArrayList<>();
+        for (Path dir : doomedVersions) {
+            deleteVersionDirectory(dir);
+        }
+        for (Path p : doomedOther) {
+            deleteTree(p);
+            removed.add(ArtifactVerifier.relative(root, p));
+        }
+        pruneEmptyArchiveRuns();
+        return new GcReport(anchor, deletedVersions, removed);
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    Path latestPath() {
+        return root.resolve(LatestPointer.FILE_NAME);
+    }
+
+    Path versionsPath() {
+        return versions;
+    }
+
+    double now() {
+        return options.clock().millis() / 1000.0;
+    }
+
+    private LatestPointer readPointerNoRefresh() throws IOException {
+        byte[] bytes;
+        try {
+            bytes = AtomicFiles.readSmallFile(latestPath(), MAX_DOCUMENT_BYTES);
+        } catch (NoSuchFileException e) {
+            return LatestPointer.EMPTY;
+        }
+        LatestPointer p = LatestPointer.parse(bytes, LatestPointer.FILE_NAME);
+        if (p.manifestChecksum() != null && p.version() > 0) {
+            byte[] manifest;
+            try {
+                manifest = readManifestBytes(p.version());
+            } catch (NoSuchFileException e) {
+                throw new ProtocolException(LatestPointer.FILE_NAME + ": points at version " + p.version()
+                        + " whose manifest is missing");
+            }
+            String actual = Artifact.XXH3_PREFIX + Xxh3.hash128(manifest).hex();
+            if (!actual.equalsIgnoreCase(p.manifestChecksum())) {
+                throw new ProtocolException(LatestPointer.FILE_NAME + ": manifest_checksum " + p.manifestChecksum()
+                        + " does not match " + relManifest(p.version()) + " (" + actual + ")");
+            }
+        }
+        return p;
+    }
+
+    private byte[] readManifestBytes(long version) throws IOException {
+        Path file = versionDirectory(version).resolve(Manifest.FILE_NAME);
+        return AtomicFiles.readSmallFile(file, MAX_DOCUMENT_BYTES);
+    }
+
+    private Manifest parseManifest(long version, byte[] bytes) throws ProtocolException {
+        String what = relManifest(version);
+        Manifest m = Manifest.parse(bytes, what);
+        if (m.version() != version) {
+            throw new ProtocolException(what + ": says version " + m.version() + ", its directory is version " + version);
+        }
+        return m;
+    }
+
+    private String relManifest(long version) {
+        return VERSIONS_DIR + "/" + WeightIdentity.format(version) + "/" + Manifest.FILE_NAME;
+    }
+
+    private void writePointer(LatestPointer p) throws IOException {
+        options.files().write(latestPath(), p.toBytes());
+    }
+
+    private long newestAnchorOfRun(long latest, String run) throws IOException {
+        for (long v = latest; v >= 1; v--) {
+            Manifest m;
+            try {
+                m = readManifest(v);
+            } catch (NoSuchFileException e) {
+                return 0;
+            } catch (ProtocolException e) {
+                continue;
+            }
+            if (m.isAnchor() && (m.runId() == null || run == null || m.runId().equals(run))) {
+                return v;
+            }
+        }
+        return 0;
+    }
+
+    private Manifest readManifestQuietly(long v) {
+        try {
+            return readManifest(v);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    private void archiveOtherRuns(String runId) throws IOException {
+        Path archive = root.resolve(ARCHIVE_DIR);
+        for (Path dir : listVersionsDir()) {
+            OptionalLong v = WeightIdentity.parse(dir.getFileName().toString());
+            if (v.isEmpty() || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            Manifest m = readManifestQuietly(v.getAsLong());
+            if (m != null && Objects.equals(m.runId(), runId)) {
+                continue;
+            }
+            String oldRun = m == null || m.runId() == null ? "norun" : m.runId();
+            Path target = archive.resolve(safeArchiveName(oldRun)).resolve(dir.getFileName());
+            options.files().createDirectories(target.getParent());
+            if (Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+                target = target.resolveSibling(dir.getFileName() + "." + AtomicFiles.randomHex16());
+            }
+            options.files().move(dir, target);
+            // The archive grace counts from the archiving, not from the publish.
+            Files.setLastModifiedTime(target, FileTime.from(Instant.ofEpochMilli(options.clock().millis())));
+            options.files().fsyncDirectory(target.getParent());
+            LOG.info("archived {} of {} to {}", dir.getFileName(), m == null ? "an unknown run" : PointerMoves.describeRun(m.runId()),
+                    ArtifactVerifier.relative(root, target));
+        }
+        options.files().fsyncDirectory(versions);
+    }
+
+    private static String safeArchiveName(String run) {
+        String s = run.replace('/', '_').replace('\\', '_');
+        if (s.equals(".") || s.equals("..") || s.isEmpty()) {
+            return "run_" + s.replace('.', '_');
+        }
+        return s;
+    }
+
+    private void collectArchives(long nowMillis, List<Path> doomed) throws IOException {
+        Path archive = root.resolve(ARCHIVE_DIR);
+        for (Path runDir : listDir(archive)) {
+            if (!Files.isDirectory(runDir, LinkOption.NOFOLLOW_LINKS)) {
+                continue;
+            }
+            for (Path versionDir : listDir(runDir)) {
+                if (olderThan(versionDir, options.archiveGrace().toMillis(), nowMillis)) {
+                    doomed.add(versionDir);
+                }
+            }
+        }
+    }
+
+    private void pruneEmptyArchiveRuns() throws IOException {
+        Path archive = root.resolve(ARCHIVE_DIR);
+        for (Path runDir : listDir(archive)) {
+            try (DirectoryStream<Path> s = Files.newDirectoryStream(runDir)) {
+                if (!s.iterator().hasNext()) {
+                    Files.deleteIfExists(runDir);
+                }
+            } catch (NoSuchFileException | java.nio.file.NotDirectoryException | java.nio.file.DirectoryNotEmptyException e) {
+                // raced with another gc or a claim; nothing to prune
+            }
+        }
+    }
+
+    /** Removes a version: manifest first (so a half-deleted version reads as missing), then the rest. */
+    private void deleteVersionDirectory(Path dir) throws IOException {
+        Files.deleteIfExists(dir.resolve(Manifest.FILE_NAME));
+        options.files().fsyncDirectory(dir);
+        deleteTree(dir);
+    }
+
+    static void deleteTree(Path p) throws IOException {
+        if (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
+            List<Path> children;
+            try (Stream<Path> s = Files.list(p)) {
+                children = s.toList();
+            } catch (NoSuchFileException e) {
+                return;
+            }
+            for (Path c : children) {
+                deleteTree(c);
+            }
+        }
+        Files.deleteIfExists(p);
+    }
+
+    private List<Path> listVersionsDir() throws IOException {
+        return listDir(versions);
+    }
+
+    private static List<Path> listDir(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.sorted().toList();
+        } catch (NoSuchFileException e) {
+            return List.of();
+        } catch (UncheckedIOException e) {
+            throw e.getCause();
+        }
+    }
+
+    /** Names that belong to no version: staging, orphans, temporaries, broken locks. */
+    private static boolean isLeftoverName(String name) {
+        return name.endsWith(STAGING_SUFFIX) || name.endsWith(ORPHAN_SUFFIX)
+                || (name.startsWith(".") && name.endsWith(".tmp"))
+                || name.startsWith(BoardLock.STALE_PREFIX);
+    }
+
+    private static boolean olderThan(Path p, long graceMillis, long nowMillis) {
+        return ageOfPath(p, nowMillis) >= graceMillis;
+    }
+
+    private static long ageOfPath(Path p, long nowMillis) {
+        try {
+            return nowMillis - Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).toMillis();
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    private static long ageMillis(Manifest m, Path dir, long nowMillis) {
+        if (m.createdAt() > 0) {
+            return nowMillis - (long) (m.createdAt() * 1000);
+        }
+        return ageOfPath(dir, nowMillis);
+    }
+
+    @Override
+    public String toString() {
+        return "FilesystemBulletinBoard[" + root + "]";
+    }
+}

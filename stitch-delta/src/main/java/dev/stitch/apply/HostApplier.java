@@ -1,0 +1,551 @@
+package dev.stitch.apply;
+
+import dev.stitch.board.AtomicFiles;
+import dev.stitch.format.DeltaFormatException;
+import dev.stitch.format.Digests;
+import dev.stitch.format.TensorPatch;
+import dev.stitch.format.disk.DiskDeltaVersion;
+import dev.stitch.format.sparse.SparseDeltaFile;
+import dev.stitch.format.sparse.SparseParam;
+import dev.stitch.format.stitchdelta.StitchDeltaFile;
+import dev.stitch.hash.Xxh3;
+import dev.stitch.protocol.Artifact;
+import dev.stitch.safetensors.Checkpoint;
+import dev.stitch.safetensors.SafetensorsFormatException;
+import dev.stitch.tensor.TensorSpec;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+
+/**
+ * Brings a local Hugging Face checkpoint directory from its recorded version to a target along a
+ * chain of versions of any backend (delta-formats.md 2.10, 3.4, 3.5, 4, 5; board-and-sidecar.md 7.3).
+ *
+ * <p>For each version every file is verified (size and digest against the manifest), parsed and
+ * decoded, and every tensor's new bytes are hashed against the format's digest, all before the first
+ * byte of the local checkpoint is written; a refused version leaves the weight files byte-for-byte
+ * unchanged. Writes then go straight into memory-mapped shards, tensors in parallel, bracketed by the
+ * {@code applying} crash marker in the state file. The exclusive lock {@code .weight_sync/lock} is
+ * held from {@link #open} to {@link #close}.
+ */
+public final class HostApplier implements AutoCloseable {
+
+    /** Directory of the state file and the lock inside the local checkpoint. */
+    public static final String STATE_DIR = ".weight_sync";
+
+    private static final long WINDOW = 4L << 20;
+
+    private final Path local;
+    private final Path stateFile;
+    private final FileChannel lockChannel;
+    private final FileLock lock;
+    private HostState state;
+
+    private HostApplier(Path local, FileChannel lockChannel, FileLock lock, HostState state) {
+        this.local = local;
+        this.stateFile = local.resolve(STATE_DIR).resolve("state.json");
+        this.lockChannel = lockChannel;
+        this.lock = lock;
+        this.state = state;
+    }
+
+    /** Opens a local checkpoint directory and takes its exclusive lock (fails if another holder has it). */
+    public static HostApplier open(Path local) throws IOException {
+        if (!Files.isDirectory(local)) {
+            throw new IOException(local + " is not a directory");
+        }
+        Path dir = local.resolve(STATE_DIR);
+        Files.createDirectories(dir);
+        FileChannel ch = FileChannel.open(dir.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileLock lock;
+        try {
+            lock = ch.tryLock();
+        } catch (OverlappingFileLockException e) {
+            lock = null;
+        }
+        if (lock == null) {
+            ch.close();
+            throw new IOException(dir.resolve("lock") + " is held by another process or applier");
+        }
+        try {
+            return new HostApplier(local, ch, lock, HostState.read(dir.resolve("state.json")));
+        } catch (IOException | RuntimeException e) {
+            lock.release();
+            ch.close();
+            throw e;
+        }
+    }
+
+    public Path directory() {
+        return local;
+    }
+
+    /** The current state (version 0 when the checkpoint has no state file). */
+    public HostState state() {
+        return state;
+    }
+
+    /** The version the local files hold. */
+    public long version() {
+        return state.version();
+    }
+
+    /**
+     * Applies {@code chain} in order. Versions at or below the local version are skipped; each other
+     * step must build on the local version (or be an anchor).
+     *
+     * @throws RefusedVersionException when a version is refused; versions before it stay applied and
+     *                                 the refused one changed nothing
+     */
+    public ApplyResult apply(List<VersionStep> chain, ApplyProgress progress) throws IOException, RefusedVersionException {
+        long from = state.version();
+        List<Long> applied = new ArrayList<>();
+        List<Long> skipped = new ArrayList<>();
+        List<String> unknown = new ArrayList<>();
+        long written = 0;
+        for (VersionStep step : chain) {
+            String dirty = state.dirtyReason();
+            if (step.loadAnchor() || step.backend().equals("full")) {
+                if (!step.loadAnchor() && state.version() >= step.version() && dirty == null && sameRun(step)) {
+                    skipped.add(step.version());
+                    continue;
+                }
+                written += loadAnchor(step, progress);
+                applied.add(step.version());
+                continue;
+            }
+            if (dirty != null) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.DIRTY,
+                    "the local checkpoint is dirty (" + dirty + "); rebuild it from the base or an anchor");
+            }
+            if (!sameRun(step)) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.DIRTY,
+                    "the local checkpoint holds run " + state.runId() + ", the chain is of run " + step.runId() + "; rebuild it");
+            }
+            if (state.version() >= step.version()) {
+                skipped.add(step.version());
+                continue;
+            }
+            if (state.version() != step.baseVersion()) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.WRONG_BASE,
+                    "out-of-order delta: local at " + state.version() + ", delta builds on " + step.baseVersion());
+            }
+            long[] w = new long[1];
+            unknown.addAll(applyDelta(step, progress, w));
+            written += w[0];
+            applied.add(step.version());
+        }
+        return new ApplyResult(from, state.version(), applied, skipped, written, unknown);
+    }
+
+    private boolean sameRun(VersionStep step) {
+        return state.runId() == null || step.runId() == null || state.runId().equals(step.runId()) || state.version() == 0;
+    }
+
+    // ---- delta versions ------------------------------------------------------------------------
+
+    private List<String> applyDelta(VersionStep step, ApplyProgress progress, long[] written) throws IOException, RefusedVersionException {
+        long v = step.version();
+        List<String> used = new ArrayList<>(step.transitionFiles());
+        if (step.backend().equals("disk_delta") && step.artifacts().containsKey(dev.stitch.format.disk.DiskDeltaIndex.FILE)) {
+            used.add(dev.stitch.format.disk.DiskDeltaIndex.FILE);
+        }
+        verifyArtifacts(step, used, progress);
+        List<String> unknown = new ArrayList<>();
+        try (Checkpoint ckpt = Checkpoint.open(local, true)) {
+            Map<String, List<TensorPatch>> byName;
+            try {
+                byName = decode(step, ckpt, unknown);
+            } catch (DeltaFormatException | SafetensorsFormatException e) {
+                throw new RefusedVersionException(v, RefusedVersionException.Reason.MALFORMED, e.getMessage(), e);
+            }
+            verifyDigests(v, ckpt, byName, progress);
+            if (byName.isEmpty()) {
+                state = state.withVersion(v, step.runId() != null ? step.runId() : state.runId());
+                writeState();
+                return unknown;
+            }
+            state = state.withApplying(v);
+            writeState();
+            AtomicLong bytes = new AtomicLong();
+            long total = byName.values().stream().flatMap(List::stream).mapToLong(TensorPatch::byteLength).sum();
+            byName.entrySet().parallelStream().forEach(e -> {
+                MemorySegment t = ckpt.tensor(e.getKey());
+                for (TensorPatch p : e.getValue()) {
+                    p.applyInPlace(t);
+                }
+                long done = bytes.addAndGet(t.byteSize());
+                progress.report(v, "write", done, total);
+            });
+            written[0] = bytes.get();
+        }
+        state = state.withVersion(v, step.runId() != null ? step.runId() : state.runId());
+        writeState();
+        progress.report(v, "done", 1, 1);
+        return unknown;
+    }
+
+    private Map<String, List<TensorPatch>> decode(VersionStep step, Checkpoint ckpt, List<String> unknown) throws IOException, RefusedVersionException {
+        Map<String, List<TensorPatch>> byName = new TreeMap<>();
+        switch (step.backend()) {
+            case "disk_delta" -> {
+                DiskDeltaVersion dv = DiskDeltaVersion.read(step.directory(), ckpt::spec);
+                if (dv.index().version() != step.version()) {
+                    throw new DeltaFormatException(step.directory() + ": index says version " + dv.index().version() + ", expected " + step.version());
+                }
+                for (TensorPatch p : dv.patches()) {
+                    byName.computeIfAbsent(p.name(), k -> new ArrayList<>()).add(p);
+                }
+            }
+            case "stitch_delta" -> {
+                for (String f : step.transitionFiles()) {
+                    StitchDeltaFile sd = StitchDeltaFile.read(step.directory().resolve(f));
+                    if (sd.version() != step.version() || sd.baseVersion() != step.baseVersion()) {
+                        throw new DeltaFormatException(f + ": file says version " + sd.version() + " on base " + sd.baseVersion()
+                            + ", the manifest says " + step.version() + " on " + step.baseVersion());
+                    }
+                    for (TensorPatch p : sd.patches(ckpt::spec)) {
+                        if (byName.containsKey(p.name())) {
+                            throw new DeltaFormatException(f + ": tensor " + p.name() + " appears twice in one version");
+                        }
+                        byName.computeIfAbsent(p.name(), k -> new ArrayList<>()).add(p);
+                    }
+                }
+            }
+            case "sparse_delta" -> {
+                if (step.transitionFiles().isEmpty()) {
+                    break;
+                }
+                for (String f : step.transitionFiles()) {
+                    SparseDeltaFile sf = SparseDeltaFile.read(step.directory().resolve(f));
+                    unknown.addAll(sf.check(ckpt::spec));
+                    for (int i = 0; i < sf.params().size(); i++) {
+                        SparseParam p = sf.params().get(i);
+                        if (!ckpt.contains(p.name())) {
+                            continue;
+                        }
+                        byName.computeIfAbsent(p.name(), k -> new ArrayList<>()).add(sparsePatch(sf, i));
+                    }
+                }
+            }
+            default -> throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.UNSUPPORTED,
+                "backend '" + step.backend() + "' cannot be applied host-side");
+        }
+        return byName;
+    }
+
+    /** The NaN-masked patch of one sparse_delta param: values that are NaN after the cast are left out (2.10). */
+    static TensorPatch sparsePatch(SparseDeltaFile f, int i) {
+        SparseParam p = f.params().get(i);
+        long[] idx = f.indices(i);
+        int w = p.dtype().width();
+        long[][] pairs = new long[idx.length][];
+        int n = 0;
+        for (int k = 0; k < idx.length; k++) {
+            int bits = f.valueBits(i, k);
+            if (isNaN(bits, p.dtype())) {
+                continue;
+            }
+            pairs[n++] = new long[] {idx[k], bits & 0xFFFFFFFFL};
+        }
+        long[][] kept = java.util.Arrays.copyOf(pairs, n);
+        // later entries win for a repeated index, as sequential writes would
+        java.util.Arrays.sort(kept, (a, b) -> Long.compare(a[0], b[0]));
+        List<long[]> dedup = new ArrayList<>(n);
+        for (long[] e : kept) {
+            if (!dedup.isEmpty() && dedup.get(dedup.size() - 1)[0] == e[0]) {
+                dedup.set(dedup.size() - 1, e);
+            } else {
+                dedup.add(e);
+            }
+        }
+        long[] pos = new long[dedup.size()];
+        MemorySegment vals = MemorySegment.ofArray(new byte[dedup.size() * w]);
+        for (int k = 0; k < pos.length; k++) {
+            pos[k] = dedup.get(k)[0];
+            long bits = dedup.get(k)[1];
+            for (int b = 0; b < w; b++) {
+                vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) k * w + b, (byte) (bits >>> (8 * b)));
+            }
+        }
+        return new TensorPatch(p.name(), p.spec().byteLength(), w, TensorPatch.Kind.SCATTER, pos, vals, null, null);
+    }
+
+    private static boolean isNaN(int bits, dev.stitch.tensor.Dtype d) {
+        return switch (d) {
+            case BF16 -> (bits & 0x7F80) == 0x7F80 && (bits & 0x007F) != 0;
+            case F16 -> (bits & 0x7C00) == 0x7C00 && (bits & 0x03FF) != 0;
+            case F32 -> (bits & 0x7F800000) == 0x7F800000 && (bits & 0x007FFFFF) != 0;
+            default -> false;
+        };
+    }
+
+    /** Hashes every patched tensor's new bytes window by window, without writing, against its expected digest. */
+    private static void verifyDigests(long v, Checkpoint ckpt, Map<String, List<TensorPatch>> byName, ApplyProgress progress)
+            throws RefusedVersionException {
+        List<TensorPatch> checked = new ArrayList<>();
+        for (List<TensorPatch> ps : byName.values()) {
+            for (TensorPatch p : ps) {
+                if (p.expected() != null) {
+                    if (ps.size() != 1) {
+                        throw new RefusedVersionException(v, RefusedVersionException.Reason.MALFORMED, "tensor " + p.name() + " is patched twice");
+                    }
+                    checked.add(p);
+                }
+            }
+        }
+        long total = checked.stream().mapToLong(TensorPatch::byteLength).sum();
+        AtomicLong done = new AtomicLong();
+        List<String> bad = checked.parallelStream().map(p -> {
+            MemorySegment t = ckpt.tensor(p.name());
+            if (t.byteSize() != p.byteLength()) {
+                return "tensor " + p.name() + " has " + t.byteSize() + " bytes locally, the delta expects " + p.byteLength();
+            }
+            String got = newBytesDigest(p, t);
+            progress.report(v, "verify", done.addAndGet(t.byteSize()), total);
+            return got.equals(p.expected()) ? null : "tensor " + p.name() + ": digest of the new bytes is " + got + ", expected " + p.expected();
+        }).filter(s -> s != null).sorted().toList();
+        if (!bad.isEmpty()) {
+            throw new RefusedVersionException(v, RefusedVersionException.Reason.CHECKSUM,
+                bad.get(0) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
+        }
+    }
+
+    /** The digest the tensor would have after the patch, computed in windows so nothing is written. */
+    static String newBytesDigest(TensorPatch p, MemorySegment current) {
+        Digests.Digest d = Digests.newDigest(p.digestFormat());
+        if (p.kind() == TensorPatch.Kind.DENSE_SET) {
+            return d.update(p.values()).hex();
+        }
+        long len = p.byteLength();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scratch = arena.allocate(Math.min(WINDOW, Math.max(1, len)));
+            int[] cursor = new int[1];
+            for (long off = 0; off < len; off += WINDOW) {
+                long n = Math.min(WINDOW, len - off);
+                MemorySegment out = scratch.asSlice(0, n);
+                p.patchWindow(current.asSlice(off, n), off, out, cursor);
+                d.update(out);
+            }
+        }
+        return d.hex();
+    }
+
+    // ---- anchors and rebuilds --------------------------------------------------------------------
+
+    private long loadAnchor(VersionStep step, ApplyProgress progress) throws IOException, RefusedVersionException {
+        long v = step.version();
+        Path full = step.directory().resolve("full");
+        Path source = Files.isDirectory(full) ? full : step.directory();
+        String prefix = source.equals(full) ? "full/" : "";
+        List<String> names = listFiles(source);
+        List<String> used = new ArrayList<>();
+        for (String n : names) {
+            used.add(prefix + n);
+        }
+        verifyArtifacts(step, used, progress);
+        try (Checkpoint c = Checkpoint.open(source)) {
+            if (dev.stitch.format.disk.DiskDeltaIndex.isDelta(source)) {
+                throw new RefusedVersionException(v, RefusedVersionException.Reason.MALFORMED, source + " holds a delta index, not a full checkpoint");
+            }
+            progress.report(v, "anchor", 0, c.totalBytes());
+        } catch (SafetensorsFormatException e) {
+            throw new RefusedVersionException(v, RefusedVersionException.Reason.MALFORMED, e.getMessage(), e);
+        }
+        state = state.withApplying(v);
+        writeState();
+        long bytes = replaceWeights(source, names);
+        state = state.withVersion(v, step.runId() != null ? step.runId() : state.runId());
+        writeState();
+        progress.report(v, "done", 1, 1);
+        return bytes;
+    }
+
+    /**
+     * Replaces the local checkpoint with the base checkpoint {@code base} (weight files copied, stale
+     * shards pruned, other files kept) and records version 0 with the base fingerprint.
+     */
+    public void rebuildFrom(Path base) throws IOException {
+        try (Checkpoint c = Checkpoint.open(base)) {
+            c.names();
+        }
+        state = state.withApplying(0L);
+        writeState();
+        replaceWeights(base, listFiles(base));
+        state = new HostState(0, null, null, HostState.currentBootId(), fingerprint(base), state.extra());
+        writeState();
+    }
+
+    private long replaceWeights(Path source, List<String> names) throws IOException {
+        long bytes = 0;
+        for (String n : names) {
+            Path src = source.resolve(n);
+            try (FileChannel in = FileChannel.open(src, StandardOpenOption.READ)) {
+                long size = in.size();
+                AtomicFiles.DURABLE.write(local.resolve(n), out -> {
+                    long pos = 0;
+                    while (pos < size) {
+                        long t = in.transferTo(pos, size - pos, out);
+                        if (t <= 0) {
+                            throw new IOException("short read copying " + src);
+                        }
+                        pos += t;
+                    }
+                });
+                if (Files.size(local.resolve(n)) != size) {
+                    throw new IOException("copy of " + src + " has the wrong size");
+                }
+                bytes += size;
+            }
+        }
+        for (String n : listFiles(local)) {
+            if (isWeightFile(n) && !names.contains(n)) {
+                Files.delete(local.resolve(n));
+            }
+        }
+        return bytes;
+    }
+
+    private static boolean isWeightFile(String n) {
+        return n.endsWith(".safetensors") || n.equals(Checkpoint.INDEX);
+    }
+
+    private static List<String> listFiles(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(Files::isRegularFile).map(p -> p.getFileName().toString()).filter(n -> !n.startsWith(".")).sorted().toList();
+        }
+    }
+
+    /** {@code sha256:<hex>} over {@code <name>:<size>:<mtime_ns>\n} of the checkpoint's files in name order. */
+    public static String fingerprint(Path base) throws IOException {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            for (String n : listFiles(base)) {
+                Path p = base.resolve(n);
+                long mtimeNs = Files.getLastModifiedTime(p).to(java.util.concurrent.TimeUnit.NANOSECONDS);
+                md.update((n + ":" + Files.size(p) + ":" + mtimeNs + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            return "sha256:" + HexFormat.of().formatHex(md.digest());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // ---- verification and state ------------------------------------------------------------------
+
+    /** Checks each used file against its manifest artifact (size, then xxh3-128 or sha256) when one is given. */
+    private static void verifyArtifacts(VersionStep step, List<String> used, ApplyProgress progress) throws IOException, RefusedVersionException {
+        for (String rel : used) {
+            String bad = Artifact.pathProblem(rel);
+            if (bad != null) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.MALFORMED, bad);
+            }
+            Path p = step.directory().resolve(rel);
+            if (!Files.isRegularFile(p)) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.MALFORMED, "file " + rel + " is missing");
+            }
+            Artifact a = step.artifacts().get(rel);
+            if (a == null) {
+                continue;
+            }
+            String problem = artifactProblem(p, a);
+            if (problem != null) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.CHECKSUM, rel + ": " + problem);
+            }
+        }
+    }
+
+    /** Why {@code file} does not match {@code a}, or null when it does (fields absent in {@code a} are not checked). */
+    public static String artifactProblem(Path file, Artifact a) throws IOException {
+        long size = Files.size(file);
+        if (a.sizeBytes() != null && a.sizeBytes() != size) {
+            return "size " + size + " differs from the manifest's " + a.sizeBytes();
+        }
+        if (a.checksum() == null) {
+            return null;
+        }
+        String c = a.checksum();
+        String got;
+        String want;
+        if (c.startsWith(Artifact.XXH3_PREFIX)) {
+            want = c.substring(Artifact.XXH3_PREFIX.length()).toLowerCase(java.util.Locale.ROOT);
+            if (!want.matches("[0-9a-f]{32}")) {
+                return "malformed digest " + c;
+            }
+            got = fileDigest(file, false);
+        } else if (c.startsWith(Artifact.SHA256_PREFIX)) {
+            want = c.substring(Artifact.SHA256_PREFIX.length()).toLowerCase(java.util.Locale.ROOT);
+            if (!want.matches("[0-9a-f]{64}")) {
+                return "malformed digest " + c;
+            }
+            got = fileDigest(file, true);
+        } else {
+            return "unknown digest algorithm in " + c;
+        }
+        return got.equals(want) ? null : "digest " + got + " differs from the manifest's " + want;
+    }
+
+    private static String fileDigest(Path file, boolean sha256) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            long size = ch.size();
+            if (size == 0) {
+                return sha256 ? sha256Hex(MemorySegment.NULL.reinterpret(0)) : Xxh3.hash128(new byte[0]).hex();
+            }
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            return sha256 ? sha256Hex(seg) : Xxh3.hash128(seg).hex();
+        }
+    }
+
+    private static String sha256Hex(MemorySegment seg) {
+        try {
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            long n = seg.byteSize();
+            for (long off = 0; off < n; off += 1L << 30) {
+                md.update(seg.asSlice(off, Math.min(1L << 30, n - off)).asByteBuffer());
+            }
+            return HexFormat.of().formatHex(md.digest());
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private void writeState() throws IOException {
+        AtomicFiles.DURABLE.write(stateFile, state.toBytes());
+    }
+
+    /** Forces the local state file and memory-mapped writes to storage (normally skipped for speed). */
+    Map<String, Object> describe() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("directory", local.toString());
+        m.put("version", state.version());
+        return m;
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            lock.release();
+        } catch (IOException | UncheckedIOException e) {
+            lockChannel.close();
+            throw e;
+        }
+        lockChannel.close();
+    }
+}

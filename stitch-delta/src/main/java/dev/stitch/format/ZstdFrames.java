@@ -1,0 +1,110 @@
+package dev.stitch.format;
+
+import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdCompressCtx;
+import com.github.luben.zstd.ZstdDecompressCtx;
+import com.github.luben.zstd.ZstdException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * zstd as every format uses it (delta-formats.md 0.3): one frame per stream, level 1, content size
+ * present, no checksum; readers accept exactly one frame and check its declared size against a bound
+ * before allocating.
+ */
+public final class ZstdFrames {
+
+    /** Compression level of every stream. */
+    public static final int LEVEL = 1;
+    /** Largest stream handled in one piece (byte[] and ByteBuffer views are int-indexed). */
+    public static final long MAX_ONE_SHOT = Integer.MAX_VALUE - 1024;
+
+    private static final int MAGIC = 0xFD2FB528;
+
+    private ZstdFrames() {
+    }
+
+    /** Whether {@code data} starts with the zstd frame magic {@code 28 B5 2F FD}. */
+    public static boolean isFrame(MemorySegment data) {
+        return data.byteSize() >= 4 && data.get(ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), 0) == MAGIC;
+    }
+
+    /** Compresses {@code src} into one level-1 frame with the content size in its header. */
+    public static byte[] compress(MemorySegment src) {
+        if (src.byteSize() > MAX_ONE_SHOT) {
+            throw new IllegalArgumentException("stream of " + src.byteSize() + " bytes is too large for one-shot compression");
+        }
+        byte[] in = src.toArray(ValueLayout.JAVA_BYTE);
+        return compress(in);
+    }
+
+    /** Compresses {@code src} into one level-1 frame with the content size in its header. */
+    public static byte[] compress(byte[] src) {
+        try (ZstdCompressCtx ctx = new ZstdCompressCtx()) {
+            ctx.setLevel(LEVEL);
+            ctx.setContentSize(true);
+            ctx.setChecksum(false);
+            return ctx.compress(src);
+        }
+    }
+
+    /**
+     * The frame's declared content size, after checking the frame is well-formed: magic present,
+     * size declared, at most {@code bound}, and the frame ends exactly at the end of {@code frame}.
+     */
+    public static long declaredSize(byte[] frame, long bound, String where) {
+        if (frame.length < 4 || !isFrame(MemorySegment.ofArray(frame))) {
+            throw new DeltaFormatException(where + ": not a zstd frame (magic 28 B5 2F FD missing)");
+        }
+        long size = Zstd.getFrameContentSize(frame);
+        if (size == -1) {
+            throw new DeltaFormatException(where + ": zstd frame without content size");
+        }
+        if (size < 0) {
+            throw new DeltaFormatException(where + ": malformed zstd frame header");
+        }
+        if (Long.compareUnsigned(size, bound) > 0) {
+            throw new DeltaFormatException(where + ": zstd frame declares " + Long.toUnsignedString(size) + " bytes, more than the bound " + bound);
+        }
+        long frameLength = Zstd.findFrameCompressedSize(frame);
+        if (Zstd.isError(frameLength) || frameLength <= 0) {
+            throw new DeltaFormatException(where + ": truncated or malformed zstd frame");
+        }
+        if (frameLength != frame.length) {
+            throw new DeltaFormatException(where + ": " + (frame.length - frameLength) + " bytes after the zstd frame");
+        }
+        return size;
+    }
+
+    /** Decompresses exactly one frame whose content size must be at most {@code bound}. */
+    public static byte[] decompress(MemorySegment frame, long bound, String where) {
+        if (frame.byteSize() > MAX_ONE_SHOT) {
+            throw new DeltaFormatException(where + ": compressed stream of " + frame.byteSize() + " bytes is too large");
+        }
+        return decompress(frame.toArray(ValueLayout.JAVA_BYTE), bound, where);
+    }
+
+    /** Decompresses exactly one frame whose content size must be at most {@code bound}. */
+    public static byte[] decompress(byte[] frame, long bound, String where) {
+        long size = declaredSize(frame, Math.min(bound, MAX_ONE_SHOT), where);
+        byte[] out = new byte[(int) size];
+        try (ZstdDecompressCtx ctx = new ZstdDecompressCtx()) {
+            int n = ctx.decompressByteArray(out, 0, out.length, frame, 0, frame.length);
+            if (n != size) {
+                throw new DeltaFormatException(where + ": zstd frame decoded to " + n + " bytes, header declared " + size);
+            }
+        } catch (ZstdException e) {
+            throw new DeltaFormatException(where + ": corrupt zstd frame: " + e.getMessage(), e);
+        }
+        return out;
+    }
+
+    /** Decompresses exactly one frame whose content size must equal {@code expected}. */
+    public static byte[] decompressExactly(MemorySegment frame, long expected, String where) {
+        byte[] out = decompress(frame, expected, where);
+        if (out.length != expected) {
+            throw new DeltaFormatException(where + ": zstd frame holds " + out.length + " bytes, expected " + expected);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,906 @@
+/*
+ * stitch delta kernels: the byte-level work of sparse weight sync, bound from Java through FFM
+ * (dev.stitch.kernels.NativeKernels). The Java side checks every bound before calling, so these
+ * functions trust their arguments except where a check is documented as part of the result.
+ *
+ * All multi-byte data is little-endian; x86-64 is little-endian, so plain unaligned loads are used.
+ * The hot kernels have AVX-512 / AVX2 / scalar variants; one is chosen at load time from CPUID.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <immintrin.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int64_t (*diff_fn)(uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t width, int64_t base,
+                           uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update);
+typedef int64_t (*count_fn)(const uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t width);
+typedef void (*xxh_acc_fn)(uint64_t *acc, const uint8_t *in, const uint8_t *secret, int64_t stripes);
+typedef void (*xxh_scr_fn)(uint64_t *acc, const uint8_t *secret);
+
+static inline uint16_t ld16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t ld32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline void st16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static inline uint64_t ld_elem(const uint8_t *p, int32_t w) {
+    switch (w) {
+        case 1: return p[0];
+        case 2: return ld16(p);
+        case 4: return ld32(p);
+        default: return ld64(p);
+    }
+}
+
+static inline void st_elem(uint8_t *p, int32_t w, uint64_t v) {
+    switch (w) {
+        case 1: p[0] = (uint8_t) v; break;
+        case 2: st16(p, (uint16_t) v); break;
+        case 4: st32(p, (uint32_t) v); break;
+        default: st64(p, v); break;
+    }
+}
+
+static inline uint64_t ld_pos(const uint8_t *p, int32_t pw, int64_t k) {
+    return pw == 4 ? (uint64_t) ld32(p + 4 * k) : ld64(p + 8 * k);
+}
+
+static inline void st_pos(uint8_t *p, int32_t pw, int64_t k, uint64_t v) {
+    if (pw == 4) {
+        st32(p + 4 * k, (uint32_t) v);
+    } else {
+        st64(p + 8 * k, v);
+    }
+}
+
+/* ---- diff: scalar ------------------------------------------------------------------------ */
+
+/* Element-by-element diff of [from, to) (byte offsets), appending at output slot k; returns the new k. */
+static inline int64_t diff_range_scalar(uint8_t *old, const uint8_t *neu, int64_t from, int64_t to, int32_t w, int64_t base,
+                                        uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update,
+                                        int64_t k) {
+    for (int64_t off = from; off < to; off += w) {
+        uint64_t o = ld_elem(old + off, w);
+        uint64_t n = ld_elem(neu + off, w);
+        if (o != n) {
+            st_pos(positions, pw, k, (uint64_t) base + (uint64_t) (off / w));
+            st_elem(values + k * w, w, xor_values ? (o ^ n) : n);
+            if (update) {
+                st_elem(old + off, w, n);
+            }
+            k++;
+        }
+    }
+    return k;
+}
+
+static int64_t diff_scalar(uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t w, int64_t base,
+                           uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update) {
+    int64_t k = 0;
+    int64_t off = 0;
+    /* Skip identical 32-byte blocks quickly; examine the others element by element. */
+    for (; off + 32 <= bytes; off += 32) {
+        uint64_t d = (ld64(old + off) ^ ld64(neu + off)) | (ld64(old + off + 8) ^ ld64(neu + off + 8))
+                   | (ld64(old + off + 16) ^ ld64(neu + off + 16)) | (ld64(old + off + 24) ^ ld64(neu + off + 24));
+        if (d) {
+            k = diff_range_scalar(old, neu, off, off + 32, w, base, positions, pw, values, xor_values, update, k);
+        }
+    }
+    return diff_range_scalar(old, neu, off, bytes, w, base, positions, pw, values, xor_values, update, k);
+}
+
+static int64_t count_scalar(const uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t w) {
+    int64_t c = 0;
+    for (int64_t off = 0; off < bytes; off += w) {
+        c += ld_elem(old + off, w) != ld_elem(neu + off, w);
+    }
+    return c;
+}
+
+/*
+ * Emits the elements flagged in a per-element change mask of one block starting at byte offset off
+ * (bit j = element j of the block), lowest first.
+ */
+static inline int64_t emit_mask(uint8_t *old, const uint8_t *neu, int64_t off, uint64_t mask, int32_t w, int64_t base,
+                                uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int64_t k) {
+    int64_t first = base + off / w;
+    while (mask) {
+        int j = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        uint64_t n = ld_elem(neu + off + (int64_t) j * w, w);
+        uint64_t v = xor_values ? (n ^ ld_elem(old + off + (int64_t) j * w, w)) : n;
+        st_pos(positions, pw, k, (uint64_t) (first + j));
+        st_elem(values + k * w, w, v);
+        k++;
+    }
+    return k;
+}
+
+/* ---- diff: AVX2 -------------------------------------------------------------------------- */
+
+/* Per-element "differs" mask of 32 bytes: one bit per element. */
+__attribute__((target("avx2,bmi,bmi2,popcnt")))
+static inline uint32_t neq_mask_avx2(__m256i a, __m256i b, int32_t w) {
+    switch (w) {
+        case 1: return ~(uint32_t) _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b));
+        case 2: {
+            uint32_t eq = (uint32_t) _mm256_movemask_epi8(_mm256_cmpeq_epi16(a, b));
+            return (uint32_t) _pext_u32(~eq, 0x55555555u);
+        }
+        case 4: return (~(uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)))) & 0xFu;
+        default: return (~(uint32_t) _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(a, b)))) & 0xFu;
+    }
+}
+
+__attribute__((target("avx2,bmi,bmi2,popcnt")))
+static int64_t diff_avx2(uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t w, int64_t base,
+                         uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update) {
+    int64_t k = 0;
+    int64_t off = 0;
+    for (; off + 64 <= bytes; off += 64) {
+        __m256i o0 = _mm256_loadu_si256((const __m256i *) (old + off));
+        __m256i n0 = _mm256_loadu_si256((const __m256i *) (neu + off));
+        __m256i o1 = _mm256_loadu_si256((const __m256i *) (old + off + 32));
+        __m256i n1 = _mm256_loadu_si256((const __m256i *) (neu + off + 32));
+        __m256i d = _mm256_or_si256(_mm256_xor_si256(o0, n0), _mm256_xor_si256(o1, n1));
+        if (_mm256_testz_si256(d, d)) {
+            continue;
+        }
+        uint32_t m0 = neq_mask_avx2(o0, n0, w);
+        uint32_t m1 = neq_mask_avx2(o1, n1, w);
+        int per = 32 / w;
+        uint64_t mask = (uint64_t) m0 | ((uint64_t) m1 << per);
+        k = emit_mask(old, neu, off, mask, w, base, positions, pw, values, xor_values, k);
+        if (update) {
+            _mm256_storeu_si256((__m256i *) (old + off), n0);
+            _mm256_storeu_si256((__m256i *) (old + off + 32), n1);
+        }
+    }
+    return diff_range_scalar(old, neu, off, bytes, w, base, positions, pw, values, xor_values, update, k);
+}
+
+__attribute__((target("avx2,bmi,bmi2,popcnt")))
+static int64_t count_avx2(const uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t w) {
+    int64_t c = 0;
+    int64_t off = 0;
+    for (; off + 32 <= bytes; off += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *) (old + off));
+        __m256i b = _mm256_loadu_si256((const __m256i *) (neu + off));
+        __m256i d = _mm256_xor_si256(a, b);
+        if (!_mm256_testz_si256(d, d)) {
+            c += __builtin_popcount(neq_mask_avx2(a, b, w));
+        }
+    }
+    return c + count_scalar(old + off, neu + off, bytes - off, w);
+}
+
+/* ---- diff: AVX-512 ----------------------------------------------------------------------- */
+
+#define AVX512 "avx512f,avx512bw,avx512vl,avx512dq,bmi,bmi2,popcnt"
+
+__attribute__((target(AVX512)))
+static inline uint64_t neq_mask_avx512(__m512i a, __m512i b, int32_t w) {
+    switch (w) {
+        case 1: return _mm512_cmpneq_epi8_mask(a, b);
+        case 2: return _mm512_cmpneq_epi16_mask(a, b);
+        case 4: return _mm512_cmpneq_epi32_mask(a, b);
+        default: return _mm512_cmpneq_epi64_mask(a, b);
+    }
+}
+
+/*
+ * bf16/f16 fast path: 32 elements per 64-byte line. Positions and values of each 16-element half
+ * are compressed in registers (vpcompressd on indices and on values widened to 32 bits) and stored
+ * whole; the store may write up to 16 slots past k, which stays inside the outputs because k never
+ * exceeds the number of elements already scanned and outputs hold one slot per element.
+ */
+__attribute__((target(AVX512)))
+static int64_t diff_avx512_w2(uint8_t *old, const uint8_t *neu, int64_t bytes, int64_t base,
+                              uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update) {
+    int64_t k = 0;
+    int64_t off = 0;
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; off + 64 <= bytes; off += 64) {
+        __m512i o = _mm512_loadu_si512((const void *) (old + off));
+        __m512i n = _mm512_loadu_si512((const void *) (neu + off));
+        __mmask32 m = _mm512_cmpneq_epi16_mask(o, n);
+        if (!m) {
+            continue;
+        }
+        __m512i v = xor_values ? _mm512_xor_si512(o, n) : n;
+        int64_t first = base + off / 2;
+        for (int half = 0; half < 2; half++) {
+            __mmask16 hm = (__mmask16) (m >> (16 * half));
+            if (!hm) {
+                continue;
+            }
+            int cnt = __builtin_popcount(hm);
+            __m256i hv = half ? _mm512_extracti64x4_epi64(v, 1) : _mm512_castsi512_si256(v);
+            __m512i wide = _mm512_cvtepu16_epi32(hv);
+            __m512i packed = _mm512_maskz_compress_epi32(hm, wide);
+            _mm256_storeu_si256((__m256i *) (values + 2 * k), _mm512_cvtepi32_epi16(packed));
+            if (pw == 4) {
+                __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int32_t) (uint32_t) (first + 16 * half)), iota);
+                _mm512_storeu_si512((void *) (positions + 4 * k), _mm512_maskz_compress_epi32(hm, idx));
+            } else {
+                __m512i lo = _mm512_add_epi64(_mm512_set1_epi64(first + 16 * half), _mm512_cvtepu32_epi64(_mm512_castsi512_si256(iota)));
+                __m512i hi = _mm512_add_epi64(lo, _mm512_set1_epi64(8));
+                __mmask8 ml = (__mmask8) hm;
+                __mmask8 mh = (__mmask8) (hm >> 8);
+                int cl = __builtin_popcount(ml);
+                _mm512_storeu_si512((void *) (positions + 8 * k), _mm512_maskz_compress_epi64(ml, lo));
+                _mm512_mask_storeu_epi64((void *) (positions + 8 * (k + cl)), (__mmask8) ((1u << __builtin_popcount(mh)) - 1),
+                                         _mm512_maskz_compress_epi64(mh, hi));
+            }
+            k += cnt;
+        }
+        if (update) {
+            _mm512_storeu_si512((void *) (old + off), n);
+        }
+    }
+    return diff_range_scalar(old, neu, off, bytes, 2, base, positions, pw, values, xor_values, update, k);
+}
+
+__attribute__((target(AVX512)))
+static int64_t diff_avx512(uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t w, int64_t base,
+                           uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update) {
+    if (w == 2) {
+        return diff_avx512_w2(old, neu, bytes, base, positions, pw, values, xor_values, update);
+    }
+    int64_t k = 0;
+    int64_t off = 0;
+    for (; off + 64 <= bytes; off += 64) {
+        __m512i o = _mm512_loadu_si512((const void *) (old + off));
+        __m512i n = _mm512_loadu_si512((const void *) (neu + off));
+        uint64_t mask = neq_mask_avx512(o, n, w);
+        if (!mask) {
+            continue;
+        }
+        k = emit_mask(old, neu, off, mask, w, base, positions, pw, values, xor_values, k);
+        if (update) {
+            _mm512_storeu_si512((void *) (old + off), n);
+        }
+    }
+    return diff_range_scalar(old, neu, off, bytes, w, base, positions, pw, values, xor_values, update, k);
+}
+
+__attribute__((target(AVX512)))
+static int64_t count_avx512(const uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t w) {
+    int64_t c = 0;
+    int64_t off = 0;
+    for (; off + 64 <= bytes; off += 64) {
+        __m512i a = _mm512_loadu_si512((const void *) (old + off));
+        __m512i b = _mm512_loadu_si512((const void *) (neu + off));
+        c += __builtin_popcountll(neq_mask_avx512(a, b, w));
+    }
+    return c + count_scalar(old + off, neu + off, bytes - off, w);
+}
+
+/* ---- xxh3 -------------------------------------------------------------------------------- */
+
+#define P32_1 0x9E3779B1ULL
+#define P32_2 0x85EBCA77ULL
+#define P32_3 0xC2B2AE3DULL
+#define P64_1 0x9E3779B185EBCA87ULL
+#define P64_2 0xC2B2AE3D27D4EB4FULL
+#define P64_3 0x165667B19E3779F9ULL
+#define P64_4 0x85EBCA77C2B2AE63ULL
+#define P64_5 0x27D4EB2F165667C5ULL
+#define PMX1 0x165667919E3779F9ULL
+#define PMX2 0x9FB21C651E98DF25ULL
+
+static const uint8_t SECRET[192] = {
+    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c,
+    0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f,
+    0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21,
+    0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c,
+    0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3,
+    0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8,
+    0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d,
+    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
+    0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81, 0xa0, 0xff, 0xfa, 0x13, 0x63, 0xeb,
+    0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, 0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e,
+    0x2b, 0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, 0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce,
+    0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
+};
+
+typedef struct { uint64_t lo, hi; } u128;
+
+static inline u128 mul128(uint64_t a, uint64_t b) {
+    __uint128_t p = (__uint128_t) a * b;
+    u128 r = { (uint64_t) p, (uint64_t) (p >> 64) };
+    return r;
+}
+
+static inline uint64_t fold64(uint64_t a, uint64_t b) {
+    u128 p = mul128(a, b);
+    return p.lo ^ p.hi;
+}
+
+static inline uint64_t avalanche64(uint64_t h) {
+    h ^= h >> 33; h *= P64_2; h ^= h >> 29; h *= P64_3; return h ^ (h >> 32);
+}
+
+static inline uint64_t avalanche3(uint64_t h) {
+    h ^= h >> 37; h *= PMX1; return h ^ (h >> 32);
+}
+
+static inline uint64_t mix16(const uint8_t *in, const uint8_t *sec) {
+    return fold64(ld64(in) ^ ld64(sec), ld64(in + 8) ^ ld64(sec + 8));
+}
+
+static inline void mix32(uint64_t *acc, const uint8_t *a, const uint8_t *b, const uint8_t *sec) {
+    acc[0] += mix16(a, sec);
+    acc[0] ^= ld64(b) + ld64(b + 8);
+    acc[1] += mix16(b, sec + 16);
+    acc[1] ^= ld64(a) + ld64(a + 8);
+}
+
+static u128 xxh3_short(const uint8_t *in, uint64_t len) {
+    u128 r;
+    if (len == 0) {
+        r.lo = avalanche64(ld64(SECRET + 64) ^ ld64(SECRET + 72));
+        r.hi = avalanche64(ld64(SECRET + 80) ^ ld64(SECRET + 88));
+    } else if (len <= 3) {
+        uint32_t c1 = in[0], c2 = in[len >> 1], c3 = in[len - 1];
+        uint32_t cl = (c1 << 16) | (c2 << 24) | c3 | ((uint32_t) len << 8);
+        uint32_t ch = __builtin_bswap32(cl);
+        ch = (ch << 13) | (ch >> 19);
+        uint64_t bl = (uint64_t) (ld32(SECRET) ^ ld32(SECRET + 4));
+        uint64_t bh = (uint64_t) (ld32(SECRET + 8) ^ ld32(SECRET + 12));
+        r.lo = avalanche64((uint64_t) cl ^ bl);
+        r.hi = avalanche64((uint64_t) ch ^ bh);
+    } else if (len <= 8) {
+        uint64_t in64 = (uint64_t) ld32(in) + ((uint64_t) ld32(in + len - 4) << 32);
+        uint64_t keyed = in64 ^ (ld64(SECRET + 16) ^ ld64(SECRET + 24));
+        u128 m = mul128(keyed, P64_1 + (len << 2));
+        m.hi += m.lo << 1;
+        m.lo ^= m.hi >> 3;
+        m.lo ^= m.lo >> 35;
+        m.lo *= PMX2;
+        m.lo ^= m.lo >> 28;
+        r.lo = m.lo;
+        r.hi = avalanche3(m.hi);
+    } else {
+        uint64_t bl = ld64(SECRET + 32) ^ ld64(SECRET + 40);
+        uint64_t bh = ld64(SECRET + 48) ^ ld64(SECRET + 56);
+        uint64_t ilo = ld64(in);
+        uint64_t ihi = ld64(in + len - 8);
+        u128 m = mul128(ilo ^ ihi ^ bl, P64_1);
+        m.lo += (uint64_t) (len - 1) << 54;
+        ihi ^= bh;
+        m.hi += ihi + (uint64_t) (uint32_t) ihi * (P32_2 - 1);
+        m.lo ^= __builtin_bswap64(m.hi);
+        u128 h = mul128(m.lo, P64_2);
+        h.hi += m.hi * P64_2;
+        r.lo = avalanche3(h.lo);
+        r.hi = avalanche3(h.hi);
+    }
+    return r;
+}
+
+static u128 xxh3_finish_mid(uint64_t *acc, uint64_t len) {
+    u128 r;
+    uint64_t lo = acc[0] + acc[1];
+    uint64_t hi = acc[0] * P64_1 + acc[1] * P64_4 + len * P64_2;
+    r.lo = avalanche3(lo);
+    r.hi = 0 - avalanche3(hi);
+    return r;
+}
+
+static u128 xxh3_mid(const uint8_t *in, uint64_t len) {
+    uint64_t acc[2] = { len * P64_1, 0 };
+    if (len <= 128) {
+        if (len > 32) {
+            if (len > 64) {
+                if (len > 96) {
+                    mix32(acc, in + 48, in + len - 64, SECRET + 96);
+                }
+                mix32(acc, in + 32, in + len - 48, SECRET + 64);
+            }
+            mix32(acc, in + 16, in + len - 32, SECRET + 32);
+        }
+        mix32(acc, in, in + len - 16, SECRET);
+        return xxh3_finish_mid(acc, len);
+    }
+    unsigned rounds = (unsigned) (len / 32);
+    for (unsigned i = 0; i < 4; i++) {
+        mix32(acc, in + 32 * i, in + 32 * i + 16, SECRET + 32 * i);
+    }
+    acc[0] = avalanche3(acc[0]);
+    acc[1] = avalanche3(acc[1]);
+    for (unsigned i = 4; i < rounds; i++) {
+        mix32(acc, in + 32 * i, in + 32 * i + 16, SECRET + 3 + 32 * (i - 4));
+    }
+    mix32(acc, in + len - 16, in + len - 32, SECRET + 136 - 17 - 16);
+    return xxh3_finish_mid(acc, len);
+}
+
+static void xxh_accumulate_scalar(uint64_t *acc, const uint8_t *in, const uint8_t *secret, int64_t stripes) {
+    for (int64_t s = 0; s < stripes; s++) {
+        const uint8_t *p = in + 64 * s;
+        const uint8_t *k = secret + 8 * s;
+        for (int i = 0; i < 8; i++) {
+            uint64_t v = ld64(p + 8 * i);
+            uint64_t x = v ^ ld64(k + 8 * i);
+            acc[i ^ 1] += v;
+            acc[i] += (x & 0xFFFFFFFFULL) * (x >> 32);
+        }
+    }
+}
+
+static void xxh_scramble_scalar(uint64_t *acc, const uint8_t *secret) {
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = acc[i];
+        a ^= a >> 47;
+        a ^= ld64(secret + 8 * i);
+        acc[i] = a * P32_1;
+    }
+}
+
+__attribute__((target("avx2")))
+static void xxh_accumulate_avx2(uint64_t *acc, const uint8_t *in, const uint8_t *secret, int64_t stripes) {
+    __m256i a0 = _mm256_loadu_si256((const __m256i *) acc);
+    __m256i a1 = _mm256_loadu_si256((const __m256i *) (acc + 4));
+    for (int64_t s = 0; s < stripes; s++) {
+        const uint8_t *p = in + 64 * s;
+        const uint8_t *k = secret + 8 * s;
+        __m256i d0 = _mm256_loadu_si256((const __m256i *) p);
+        __m256i d1 = _mm256_loadu_si256((const __m256i *) (p + 32));
+        __m256i x0 = _mm256_xor_si256(d0, _mm256_loadu_si256((const __m256i *) k));
+        __m256i x1 = _mm256_xor_si256(d1, _mm256_loadu_si256((const __m256i *) (k + 32)));
+        __m256i m0 = _mm256_mul_epu32(x0, _mm256_srli_epi64(x0, 32));
+        __m256i m1 = _mm256_mul_epu32(x1, _mm256_srli_epi64(x1, 32));
+        a0 = _mm256_add_epi64(a0, _mm256_add_epi64(m0, _mm256_shuffle_epi32(d0, _MM_SHUFFLE(1, 0, 3, 2))));
+        a1 = _mm256_add_epi64(a1, _mm256_add_epi64(m1, _mm256_shuffle_epi32(d1, _MM_SHUFFLE(1, 0, 3, 2))));
+    }
+    _mm256_storeu_si256((__m256i *) acc, a0);
+    _mm256_storeu_si256((__m256i *) (acc + 4), a1);
+}
+
+__attribute__((target("avx2")))
+static void xxh_scramble_avx2(uint64_t *acc, const uint8_t *secret) {
+    const __m256i prime = _mm256_set1_epi32((int) P32_1);
+    for (int h = 0; h < 2; h++) {
+        __m256i a = _mm256_loadu_si256((const __m256i *) (acc + 4 * h));
+        a = _mm256_xor_si256(a, _mm256_srli_epi64(a, 47));
+        a = _mm256_xor_si256(a, _mm256_loadu_si256((const __m256i *) (secret + 32 * h)));
+        __m256i lo = _mm256_mul_epu32(a, prime);
+        __m256i hi = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), prime);
+        _mm256_storeu_si256((__m256i *) (acc + 4 * h), _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32)));
+    }
+}
+
+static xxh_acc_fn xxh_accumulate = xxh_accumulate_scalar;
+static xxh_scr_fn xxh_scramble = xxh_scramble_scalar;
+
+static uint64_t merge_accs(const uint64_t *acc, const uint8_t *sec, uint64_t start) {
+    uint64_t r = start;
+    for (int i = 0; i < 4; i++) {
+        r += fold64(acc[2 * i] ^ ld64(sec + 16 * i), acc[2 * i + 1] ^ ld64(sec + 16 * i + 8));
+    }
+    return avalanche3(r);
+}
+
+static u128 xxh3_long(const uint8_t *in, uint64_t len) {
+    uint64_t acc[8] = { P32_3, P64_1, P64_2, P64_3, P64_4, P32_2, P64_5, P32_1 };
+    const uint64_t block = 1024;
+    uint64_t blocks = (len - 1) / block;
+    for (uint64_t n = 0; n < blocks; n++) {
+        xxh_accumulate(acc, in + n * block, SECRET, 16);
+        xxh_scramble(acc, SECRET + 192 - 64);
+    }
+    uint64_t stripes = ((len - 1) - block * blocks) / 64;
+    xxh_accumulate(acc, in + blocks * block, SECRET, (int64_t) stripes);
+    xxh_accumulate_scalar(acc, in + len - 64, SECRET + 192 - 64 - 7, 1);
+    u128 r;
+    r.lo = merge_accs(acc, SECRET + 11, len * P64_1);
+    r.hi = merge_accs(acc, SECRET + 192 - 64 - 11, ~(len * P64_2));
+    return r;
+}
+
+/* out[0] = low 64 bits, out[1] = high 64 bits of XXH3-128 (seed 0). */
+EXPORT void stitch_xxh3_128(const uint8_t *in, int64_t len, uint64_t *out) {
+    u128 r;
+    uint64_t n = (uint64_t) len;
+    if (n <= 16) {
+        r = xxh3_short(in, n);
+    } else if (n <= 240) {
+        r = xxh3_mid(in, n);
+    } else {
+        r = xxh3_long(in, n);
+    }
+    out[0] = r.lo;
+    out[1] = r.hi;
+}
+
+/* ---- streaming primitives (memory-traffic floor) ----------------------------------------- */
+
+/* Reads every byte (the streaming read bandwidth B_r); returns an XOR so nothing is optimised away. */
+__attribute__((target("avx2")))
+static uint64_t read_avx2(const uint8_t *p, int64_t bytes) {
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    int64_t off = 0;
+    for (; off + 128 <= bytes; off += 128) {
+        a = _mm256_xor_si256(a, _mm256_loadu_si256((const __m256i *) (p + off)));
+        b = _mm256_xor_si256(b, _mm256_loadu_si256((const __m256i *) (p + off + 32)));
+        c = _mm256_xor_si256(c, _mm256_loadu_si256((const __m256i *) (p + off + 64)));
+        d = _mm256_xor_si256(d, _mm256_loadu_si256((const __m256i *) (p + off + 96)));
+    }
+    a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+    uint64_t x = (uint64_t) _mm256_extract_epi64(a, 0) ^ (uint64_t) _mm256_extract_epi64(a, 1)
+               ^ (uint64_t) _mm256_extract_epi64(a, 2) ^ (uint64_t) _mm256_extract_epi64(a, 3);
+    for (; off < bytes; off++) {
+        x ^= p[off];
+    }
+    return x;
+}
+
+static uint64_t read_scalar(const uint8_t *p, int64_t bytes) {
+    uint64_t x = 0;
+    int64_t off = 0;
+    for (; off + 8 <= bytes; off += 8) {
+        x ^= ld64(p + off);
+    }
+    for (; off < bytes; off++) {
+        x ^= p[off];
+    }
+    return x;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+static diff_fn diff_impl = diff_scalar;
+static count_fn count_impl = count_scalar;
+static uint64_t (*read_impl)(const uint8_t *, int64_t) = read_scalar;
+static const char *isa_name = "scalar";
+
+__attribute__((constructor))
+static void stitch_select_isa(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) {
+        diff_impl = diff_avx2;
+        count_impl = count_avx2;
+        read_impl = read_avx2;
+        xxh_accumulate = xxh_accumulate_avx2;
+        xxh_scramble = xxh_scramble_avx2;
+        isa_name = "avx2";
+    }
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
+        && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("bmi2")) {
+        diff_impl = diff_avx512;
+        count_impl = count_avx512;
+        isa_name = "avx512";
+    }
+}
+
+EXPORT const char *stitch_isa(void) {
+    return isa_name;
+}
+
+/* ---- exported kernels -------------------------------------------------------------------- */
+
+EXPORT int64_t stitch_count_changed(const uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t width) {
+    return count_impl(old, neu, bytes, width);
+}
+
+EXPORT int64_t stitch_diff_gather(uint8_t *old, const uint8_t *neu, int64_t bytes, int32_t width, int64_t base,
+                                  uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update) {
+    return diff_impl(old, neu, bytes, width, base, positions, pw, values, xor_values, update);
+}
+
+EXPORT uint64_t stitch_read_stream(const uint8_t *p, int64_t bytes) {
+    return read_impl(p, bytes);
+}
+
+EXPORT void stitch_fill_stream(uint8_t *p, int64_t bytes, int32_t value) {
+    memset(p, value, (size_t) bytes);
+}
+
+static inline int is_nan(uint64_t b, int32_t kind) {
+    switch (kind) {
+        case 1: return (b & 0x7FFF) > 0x7F80;
+        case 2: return (b & 0x7FFF) > 0x7C00;
+        case 3: return (b & 0x7FFFFFFFULL) > 0x7F800000ULL;
+        case 4: return (b & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL;
+        case 5: return (b & 0x7F) == 0x7F;
+        case 6: return (b & 0x7F) > 0x7C;
+        case 7: return (b & 0xFF) == 0xFF;
+        default: return 0;
+    }
+}
+
+static inline int32_t kind_width(int32_t kind) {
+    switch (kind) {
+        case 1: case 2: return 2;
+        case 3: return 4;
+        case 4: return 8;
+        default: return 1;
+    }
+}
+
+EXPORT int32_t stitch_contains_nan(const uint8_t *values, int64_t count, int32_t kind) {
+    int32_t w = kind_width(kind);
+    int found = 0;
+    /* Branch-free accumulation over blocks lets the compiler vectorise the common (no NaN) case. */
+    int64_t i = 0;
+    for (; i + 256 <= count && !found; i += 256) {
+        int acc = 0;
+        for (int64_t j = i; j < i + 256; j++) {
+            acc |= is_nan(ld_elem(values + j * w, w), kind);
+        }
+        found = acc;
+    }
+    for (; i < count && !found; i++) {
+        found = is_nan(ld_elem(values + i * w, w), kind);
+    }
+    return found;
+}
+
+EXPORT int64_t stitch_max_gap(const uint8_t *pos, int32_t pw, int64_t count) {
+    uint64_t prev = (uint64_t) -1;
+    uint64_t max = 0;
+    for (int64_t k = 0; k < count; k++) {
+        uint64_t p = ld_pos(pos, pw, k);
+        uint64_t g = p - prev - 1;
+        max = g > max ? g : max;
+        prev = p;
+    }
+    return (int64_t) max;
+}
+
+EXPORT void stitch_encode_gaps(const uint8_t *pos, int32_t pw, int64_t count, uint8_t *gaps, int32_t gw) {
+    uint64_t prev = (uint64_t) -1;
+    for (int64_t k = 0; k < count; k++) {
+        uint64_t p = ld_pos(pos, pw, k);
+        st_elem(gaps + k * gw, gw, p - prev - 1);
+        prev = p;
+    }
+}
+
+EXPORT void stitch_decode_gaps(const uint8_t *gaps, int32_t gw, int64_t count, uint8_t *pos, int32_t pw) {
+    uint64_t prev = (uint64_t) -1;
+    for (int64_t k = 0; k < count; k++) {
+        prev += ld_elem(gaps + k * gw, gw) + 1;
+        st_pos(pos, pw, k, prev);
+    }
+}
+
+EXPORT int64_t stitch_escaped_gap_units(const uint8_t *pos, int32_t pw, int64_t count) {
+    uint64_t prev = (uint64_t) -1;
+    int64_t units = 0;
+    for (int64_t k = 0; k < count; k++) {
+        uint64_t p = ld_pos(pos, pw, k);
+        units += (int64_t) ((p - prev - 1) / 65535) + 1;
+        prev = p;
+    }
+    return units;
+}
+
+EXPORT int64_t stitch_encode_escaped_gaps(const uint8_t *pos, int32_t pw, int64_t count, uint8_t *units) {
+    uint64_t prev = (uint64_t) -1;
+    int64_t u = 0;
+    for (int64_t k = 0; k < count; k++) {
+        uint64_t p = ld_pos(pos, pw, k);
+        uint64_t g = p - prev - 1;
+        for (uint64_t e = g / 65535; e > 0; e--) {
+            st16(units + 2 * u++, 0xFFFF);
+        }
+        st16(units + 2 * u++, (uint16_t) (g % 65535));
+        prev = p;
+    }
+    return u;
+}
+
+/* Returns the positions decoded, or -1 (ends inside an escape), -2 (more than max_count), -3 (position >= limit, in detail[0]). */
+EXPORT int64_t stitch_decode_escaped_gaps(const uint8_t *units, int64_t unit_count, uint8_t *pos, int32_t pw,
+                                          int64_t max_count, int64_t limit, int64_t *detail) {
+    int64_t prev = -1;
+    int64_t gap = 0;
+    int64_t k = 0;
+    for (int64_t u = 0; u < unit_count; u++) {
+        uint32_t unit = ld16(units + 2 * u);
+        gap += unit;
+        if (unit == 0xFFFF) {
+            continue;
+        }
+        int64_t p = prev + gap + 1;
+        if (k >= max_count) {
+            return -2;
+        }
+        if (p >= limit || p < 0) {
+            detail[0] = p;
+            return -3;
+        }
+        st_pos(pos, pw, k++, (uint64_t) p);
+        prev = p;
+        gap = 0;
+    }
+    return gap != 0 ? -1 : k;
+}
+
+/* out[0] = sum of all unit values, out[1] = number of units that are not escapes. */
+EXPORT void stitch_escaped_summary(const uint8_t *units, int64_t unit_count, int64_t *out) {
+    uint64_t sum = 0;
+    uint64_t ends = 0;
+    for (int64_t u = 0; u < unit_count; u++) {
+        uint32_t unit = ld16(units + 2 * u);
+        sum += unit;
+        ends += unit != 0xFFFF;
+    }
+    out[0] = (int64_t) sum;
+    out[1] = (int64_t) ends;
+}
+
+EXPORT void stitch_split_planes(const uint8_t *src, int32_t w, int64_t count, uint8_t *dst) {
+    if (w == 2) {
+        for (int64_t i = 0; i < count; i++) {
+            dst[i] = src[2 * i];
+            dst[count + i] = src[2 * i + 1];
+        }
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        for (int32_t b = 0; b < w; b++) {
+            dst[b * count + i] = src[i * w + b];
+        }
+    }
+}
+
+EXPORT void stitch_merge_planes(const uint8_t *src, int32_t w, int64_t count, uint8_t *dst) {
+    if (w == 2) {
+        for (int64_t i = 0; i < count; i++) {
+            dst[2 * i] = src[i];
+            dst[2 * i + 1] = src[count + i];
+        }
+        return;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        for (int32_t b = 0; b < w; b++) {
+            dst[i * w + b] = src[b * count + i];
+        }
+    }
+}
+
+/* Returns count, or -(k+1) when position k is not below limit (elements before it are written). */
+EXPORT int64_t stitch_scatter(uint8_t *dst, int64_t limit, int32_t w, const uint8_t *pos, int32_t pw,
+                              const uint8_t *values, int64_t count, int32_t xor_values) {
+    for (int64_t k = 0; k < count; k++) {
+        uint64_t p = ld_pos(pos, pw, k);
+        if (p >= (uint64_t) limit) {
+            return -(k + 1);
+        }
+        uint8_t *d = dst + p * (uint64_t) w;
+        uint64_t v = ld_elem(values + k * w, w);
+        st_elem(d, w, xor_values ? ld_elem(d, w) ^ v : v);
+    }
+    return count;
+}
+
+/* Applies a stream the caller validated with stitch_escaped_summary. */
+EXPORT int64_t stitch_scatter_escaped(uint8_t *dst, int32_t w, const uint8_t *units, int64_t unit_count,
+                                      const uint8_t *values, int32_t xor_values) {
+    int64_t prev = -1;
+    int64_t gap = 0;
+    int64_t k = 0;
+    if (w == 2 && !xor_values) {
+        for (int64_t u = 0; u < unit_count; u++) {
+            uint32_t unit = ld16(units + 2 * u);
+            gap += unit;
+            if (__builtin_expect(unit == 0xFFFF, 0)) {
+                continue;
+            }
+            prev += gap + 1;
+            gap = 0;
+            st16(dst + 2 * prev, ld16(values + 2 * k));
+            k++;
+        }
+        return k;
+    }
+    for (int64_t u = 0; u < unit_count; u++) {
+        uint32_t unit = ld16(units + 2 * u);
+        gap += unit;
+        if (unit == 0xFFFF) {
+            continue;
+        }
+        prev += gap + 1;
+        gap = 0;
+        uint8_t *d = dst + prev * w;
+        uint64_t v = ld_elem(values + k * w, w);
+        st_elem(d, w, xor_values ? ld_elem(d, w) ^ v : v);
+        k++;
+    }
+    return k;
+}
+
+EXPORT void stitch_xor_into(uint8_t *dst, const uint8_t *payload, int64_t bytes) {
+    int64_t off = 0;
+    for (; off + 8 <= bytes; off += 8) {
+        st64(dst + off, ld64(dst + off) ^ ld64(payload + off));
+    }
+    for (; off < bytes; off++) {
+        dst[off] ^= payload[off];
+    }
+}
+
+/* Validates every offset first, so a bad one writes nothing; returns count or -(k+1). */
+EXPORT int64_t stitch_overwrite_bytes(uint8_t *dst, int64_t dst_bytes, const uint8_t *offsets, const uint8_t *bytes, int64_t count) {
+    for (int64_t k = 0; k < count; k++) {
+        if ((int64_t) ld32(offsets + 4 * k) >= dst_bytes) {
+            return -(k + 1);
+        }
+    }
+    for (int64_t k = 0; k < count; k++) {
+        dst[ld32(offsets + 4 * k)] = bytes[k];
+    }
+    return count;
+}
+
+EXPORT int64_t stitch_xor_bytes(const uint8_t *data, int64_t bytes) {
+    uint64_t x = 0;
+    int64_t off = 0;
+    for (; off + 8 <= bytes; off += 8) {
+        x ^= ld64(data + off);
+    }
+    for (; off < bytes; off++) {
+        x ^= data[off];
+    }
+    x ^= x >> 32;
+    x ^= x >> 16;
+    x ^= x >> 8;
+    return (int64_t) (x & 0xFF);
+}
+
+/* binary32 bits to binary64 bits; NaNs keep their payload and gain the quiet bit (x86 behaviour). */
+static inline uint64_t widen_f32(uint32_t b) {
+    if ((b & 0x7FFFFFFFu) > 0x7F800000u) {
+        return ((uint64_t) (b >> 31) << 63) | 0x7FF8000000000000ULL | ((uint64_t) (b & 0x7FFFFF) << 29);
+    }
+    float f;
+    memcpy(&f, &b, 4);
+    double d = (double) f;
+    uint64_t r;
+    memcpy(&r, &d, 8);
+    return r;
+}
+
+static inline uint64_t widen_f16(uint32_t b) {
+    uint64_t sign = (uint64_t) (b >> 15) << 63;
+    uint32_t e = (b >> 10) & 0x1F;
+    uint64_t m = b & 0x3FF;
+    if (e == 0x1F) {
+        return m ? (sign | 0x7FF8000000000000ULL | (m << 42)) : (sign | 0x7FF0000000000000ULL);
+    }
+    if (e == 0) {
+        if (m == 0) {
+            return sign;
+        }
+        /* Subnormal: normalise the mantissa; value = m * 2^-24. */
+        int shift = __builtin_clzll(m) - 53; /* bring the leading 1 to bit 10 */
+        m <<= shift;
+        int64_t exp = -14 - shift + 1023;
+        return sign | ((uint64_t) exp << 52) | ((m & 0x3FF) << 42);
+    }
+    return sign | ((uint64_t) (e - 15 + 1023) << 52) | (m << 42);
+}
+
+EXPORT int64_t stitch_xor_widened(const uint8_t *values, int64_t count, int32_t kind) {
+    uint64_t x = 0;
+    if (kind == 1) {
+        for (int64_t i = 0; i < count; i++) {
+            x ^= widen_f32((uint32_t) ld16(values + 2 * i) << 16);
+        }
+    } else if (kind == 2) {
+        for (int64_t i = 0; i < count; i++) {
+            x ^= widen_f16(ld16(values + 2 * i));
+        }
+    } else {
+        for (int64_t i = 0; i < count; i++) {
+            x ^= widen_f32(ld32(values + 4 * i));
+        }
+    }
+    return (int64_t) x;
+}

@@ -1,0 +1,126 @@
+package dev.stitch.kernels;
+
+import dev.stitch.tensor.Dtype;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * Argument checks and little-endian layouts shared by both implementations; the native kernels
+ * trust their arguments, so every bound that keeps them inside their segments is checked here first.
+ */
+final class KernelArgs {
+
+    static final ValueLayout.OfShort LE16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfInt LE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong LE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
+
+    /** The largest value a 4-byte position can hold. */
+    static final long U32_MAX = 0xFFFF_FFFFL;
+
+    private KernelArgs() {
+    }
+
+    static void width(int width) {
+        if (width != 1 && width != 2 && width != 4 && width != 8) {
+            throw new IllegalArgumentException("element width must be 1, 2, 4 or 8 bytes, got " + width);
+        }
+    }
+
+    static void positionWidth(int positionWidth) {
+        if (positionWidth != 4 && positionWidth != 8) {
+            throw new IllegalArgumentException("position width must be 4 or 8 bytes, got " + positionWidth);
+        }
+    }
+
+    static void gapWidth(int gapWidth) {
+        if (gapWidth != 2 && gapWidth != 4) {
+            throw new IllegalArgumentException("gap width must be 2 or 4 bytes, got " + gapWidth);
+        }
+    }
+
+    static void count(long count) {
+        if (count < 0) {
+            throw new IllegalArgumentException("negative count " + count);
+        }
+    }
+
+    /** Checks that {@code seg} holds at least {@code count} units of {@code unit} bytes. */
+    static void holds(MemorySegment seg, long count, int unit, String what) {
+        count(count);
+        if (count > seg.byteSize() / unit) {
+            throw new IllegalArgumentException(what + " holds " + seg.byteSize() + " bytes, needs " + count + " x " + unit);
+        }
+    }
+
+    /** Returns the element count of two equally sized segments of whole elements. */
+    static long pair(MemorySegment old, MemorySegment neu, int width) {
+        width(width);
+        if (old.byteSize() != neu.byteSize()) {
+            throw new IllegalArgumentException("old has " + old.byteSize() + " bytes but new has " + neu.byteSize());
+        }
+        if (old.byteSize() % width != 0) {
+            throw new IllegalArgumentException(old.byteSize() + " bytes is not a whole number of " + width + "-byte elements");
+        }
+        return old.byteSize() / width;
+    }
+
+    static void diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
+                           MemorySegment positions, int positionWidth, MemorySegment values) {
+        long n = pair(old, neu, width);
+        positionWidth(positionWidth);
+        if (baseIndex < 0) {
+            throw new IllegalArgumentException("negative base index " + baseIndex);
+        }
+        holds(positions, n, positionWidth, "positions");
+        holds(values, n, width, "values");
+        if (positionWidth == 4 && n > 0 && baseIndex + n - 1 > U32_MAX) {
+            throw new IllegalArgumentException("element index " + (baseIndex + n - 1) + " does not fit a 4-byte position");
+        }
+    }
+
+    static void nanArgs(MemorySegment values, Dtype dtype, long count) {
+        holds(values, count, dtype.width(), "values");
+    }
+
+    static void widenedArgs(MemorySegment values, Dtype dtype, long count) {
+        if (dtype != Dtype.BF16 && dtype != Dtype.F16 && dtype != Dtype.F32) {
+            throw new IllegalArgumentException("slime v1 values are BF16, F16 or F32, not " + dtype);
+        }
+        holds(values, count, dtype.width(), "values");
+    }
+
+    static void planes(MemorySegment src, int width, long count, MemorySegment dst) {
+        width(width);
+        holds(src, count, width, "source");
+        holds(dst, count, width, "destination");
+    }
+
+    static void scatter(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count) {
+        width(width);
+        positionWidth(positionWidth);
+        holds(positions, count, positionWidth, "positions");
+        holds(values, count, width, "values");
+    }
+
+    static void escaped(MemorySegment units, long unitCount) {
+        holds(units, unitCount, 2, "gap units");
+    }
+
+    static IllegalArgumentException positionOutOfRange(long position, long limit) {
+        return new IllegalArgumentException("position " + position + " is outside the tensor's " + limit + " elements");
+    }
+
+    static IllegalArgumentException truncatedEscape() {
+        return new IllegalArgumentException("gap stream ends inside an escape (trailing 0xFFFF unit)");
+    }
+
+    static IllegalArgumentException tooManyPositions(long maxCount) {
+        return new IllegalArgumentException("gap stream holds more than the expected " + maxCount + " positions");
+    }
+
+    static IllegalArgumentException countMismatch(long decoded, long expected) {
+        return new IllegalArgumentException("gap stream holds " + decoded + " positions, the record says " + expected);
+    }
+}

@@ -1,0 +1,393 @@
+package dev.stitch.kernels;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.stitch.hash.Hash128;
+import dev.stitch.tensor.Dtype;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+/**
+ * The C kernels bound through FFM. Downcalls are critical (no thread-state transition, heap
+ * segments passed directly), which keeps per-call overhead to a few nanoseconds; every bound the
+ * C code relies on is checked in Java before the call.
+ */
+final class NativeKernels implements DeltaKernels {
+
+    private static final Linker LINKER = Linker.nativeLinker();
+
+    private final String isa;
+    private final MethodHandle countChanged;
+    private final MethodHandle diffGather;
+    private final MethodHandle containsNaN;
+    private final MethodHandle maxGap;
+    private final MethodHandle encodeGaps;
+    private final MethodHandle decodeGaps;
+    private final MethodHandle escapedUnits;
+    private final MethodHandle encodeEscaped;
+    private final MethodHandle decodeEscaped;
+    private final MethodHandle splitPlanes;
+    private final MethodHandle mergePlanes;
+    private final MethodHandle scatter;
+    private final MethodHandle escapedSummary;
+    private final MethodHandle scatterEscaped;
+    private final MethodHandle xorInto;
+    private final MethodHandle overwriteBytes;
+    private final MethodHandle xxh3;
+    private final MethodHandle xorBytes;
+    private final MethodHandle xorWidened;
+    private final MethodHandle streamRead;
+    private final MethodHandle streamFill;
+
+    NativeKernels(SymbolLookup lookup) {
+        MethodHandle isaHandle = bind(lookup, "stitch_isa", FunctionDescriptor.of(ADDRESS));
+        try {
+            MemorySegment name = (MemorySegment) isaHandle.invokeExact();
+            isa = name.reinterpret(64).getString(0);
+        } catch (Throwable t) {
+            throw new IllegalArgumentException("stitch_isa failed: " + t, t);
+        }
+        countChanged = bind(lookup, "stitch_count_changed", FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
+        diffGather = bind(lookup, "stitch_diff_gather", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        containsNaN = bind(lookup, "stitch_contains_nan", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        maxGap = bind(lookup, "stitch_max_gap", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG));
+        encodeGaps = bind(lookup, "stitch_encode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
+        decodeGaps = bind(lookup, "stitch_decode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
+        escapedUnits = bind(lookup, "stitch_escaped_gap_units", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG));
+        encodeEscaped = bind(lookup, "stitch_encode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
+        decodeEscaped = bind(lookup, "stitch_decode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS));
+        splitPlanes = bind(lookup, "stitch_split_planes", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
+        mergePlanes = bind(lookup, "stitch_merge_planes", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
+        scatter = bind(lookup, "stitch_scatter", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        escapedSummary = bind(lookup, "stitch_escaped_summary", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, ADDRESS));
+        scatterEscaped = bind(lookup, "stitch_scatter_escaped", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT));
+        xorInto = bind(lookup, "stitch_xor_into", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_LONG));
+        overwriteBytes = bind(lookup, "stitch_overwrite_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
+        xxh3 = bind(lookup, "stitch_xxh3_128", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, ADDRESS));
+        xorBytes = bind(lookup, "stitch_xor_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
+        xorWidened = bind(lookup, "stitch_xor_widened", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
+        streamRead = bind(lookup, "stitch_read_stream", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
+        streamFill = bind(lookup, "stitch_fill_stream", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT));
+    }
+
+    private static MethodHandle bind(SymbolLookup lookup, String name, FunctionDescriptor fd) {
+        MemorySegment symbol = lookup.find(name).orElseThrow(() -> new IllegalArgumentException("symbol " + name + " missing from the library"));
+        return LINKER.downcallHandle(symbol, fd, Linker.Option.critical(true));
+    }
+
+    /** Downcalls declare no checked exceptions; anything thrown is a bug, rethrown unchecked. */
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            throw r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+
+    @Override
+    public String implementation() {
+        return "native";
+    }
+
+    @Override
+    public String isa() {
+        return isa;
+    }
+
+    @Override
+    public long countChanged(MemorySegment old, MemorySegment neu, int width) {
+        KernelArgs.pair(old, neu, width);
+        try {
+            return (long) countChanged.invokeExact(old, neu, old.byteSize(), width);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
+                           MemorySegment positions, int positionWidth, MemorySegment values,
+                           boolean xorValues, boolean updateSnapshot) {
+        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values);
+        if (old.isReadOnly() && updateSnapshot) {
+            throw new IllegalArgumentException("cannot update a read-only snapshot");
+        }
+        try {
+            return (long) diffGather.invokeExact(old, neu, old.byteSize(), width, baseIndex, positions, positionWidth, values,
+                xorValues ? 1 : 0, updateSnapshot ? 1 : 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int nanKind(Dtype dtype) {
+        return switch (dtype) {
+            case BF16 -> 1;
+            case F16 -> 2;
+            case F32 -> 3;
+            case F64 -> 4;
+            case F8_E4M3 -> 5;
+            case F8_E5M2 -> 6;
+            case F8_E8M0 -> 7;
+            default -> 0;
+        };
+    }
+
+    @Override
+    public boolean containsNaN(MemorySegment values, Dtype dtype, long count) {
+        KernelArgs.nanArgs(values, dtype, count);
+        int kind = nanKind(dtype);
+        if (kind == 0) {
+            return false;
+        }
+        try {
+            return (int) containsNaN.invokeExact(values, count, kind) != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long maxGap(MemorySegment positions, int positionWidth, long count) {
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        try {
+            return (long) maxGap.invokeExact(positions, positionWidth, count);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void encodeGaps(MemorySegment positions, int positionWidth, long count, MemorySegment gaps, int gapWidth) {
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.gapWidth(gapWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        KernelArgs.holds(gaps, count, gapWidth, "gaps");
+        try {
+            encodeGaps.invokeExact(positions, positionWidth, count, gaps, gapWidth);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void decodeGaps(MemorySegment gaps, int gapWidth, long count, MemorySegment positions, int positionWidth) {
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.gapWidth(gapWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        KernelArgs.holds(gaps, count, gapWidth, "gaps");
+        try {
+            decodeGaps.invokeExact(gaps, gapWidth, count, positions, positionWidth);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long escapedGapUnits(MemorySegment positions, int positionWidth, long count) {
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        try {
+            return (long) escapedUnits.invokeExact(positions, positionWidth, count);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
+        long needed = escapedGapUnits(positions, positionWidth, count);
+        KernelArgs.holds(units, needed, 2, "gap units");
+        try {
+            return (long) encodeEscaped.invokeExact(positions, positionWidth, count, units);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long decodeEscapedGaps(MemorySegment units, long unitCount, MemorySegment positions, int positionWidth,
+                                  long maxCount, long limit) {
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.escaped(units, unitCount);
+        KernelArgs.holds(positions, maxCount, positionWidth, "positions");
+        long effectiveLimit = positionWidth == 4 ? Math.min(limit, KernelArgs.U32_MAX + 1) : limit;
+        long[] detail = new long[1];
+        long r;
+        try {
+            r = (long) decodeEscaped.invokeExact(units, unitCount, positions, positionWidth, maxCount, effectiveLimit,
+                MemorySegment.ofArray(detail));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r == -1) {
+            throw KernelArgs.truncatedEscape();
+        }
+        if (r == -2) {
+            throw KernelArgs.tooManyPositions(maxCount);
+        }
+        if (r == -3) {
+            throw KernelArgs.positionOutOfRange(detail[0], limit);
+        }
+        return r;
+    }
+
+    @Override
+    public void splitPlanes(MemorySegment src, int width, long count, MemorySegment dst) {
+        KernelArgs.planes(src, width, count, dst);
+        try {
+            splitPlanes.invokeExact(src, width, count, dst);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void mergePlanes(MemorySegment src, int width, long count, MemorySegment dst) {
+        KernelArgs.planes(src, width, count, dst);
+        try {
+            mergePlanes.invokeExact(src, width, count, dst);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void scatter(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count) {
+        scatterImpl(dst, width, positions, positionWidth, values, count, false);
+    }
+
+    @Override
+    public void scatterXor(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count) {
+        scatterImpl(dst, width, positions, positionWidth, values, count, true);
+    }
+
+    private void scatterImpl(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values,
+                             long count, boolean xor) {
+        KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
+        long limit = dst.byteSize() / width;
+        long r;
+        try {
+            r = (long) scatter.invokeExact(dst, limit, width, positions, positionWidth, values, count, xor ? 1 : 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r < 0) {
+            long k = -r - 1;
+            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
+            throw KernelArgs.positionOutOfRange(p, limit);
+        }
+    }
+
+    @Override
+    public long scatterEscapedGaps(MemorySegment dst, int width, MemorySegment units, long unitCount,
+                                   MemorySegment values, long count, boolean xor) {
+        KernelArgs.width(width);
+        KernelArgs.escaped(units, unitCount);
+        KernelArgs.holds(values, count, width, "values");
+        long limit = dst.byteSize() / width;
+        long[] summary = new long[2];
+        try {
+            escapedSummary.invokeExact(units, unitCount, MemorySegment.ofArray(summary));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        JavaKernels.checkEscapedSummary(units, unitCount, count, limit, summary[0], summary[1]);
+        try {
+            return (long) scatterEscaped.invokeExact(dst, width, units, unitCount, values, xor ? 1 : 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void xorInto(MemorySegment dst, MemorySegment payload) {
+        if (dst.byteSize() < payload.byteSize()) {
+            throw new IllegalArgumentException("xor payload of " + payload.byteSize() + " bytes is larger than the destination's " + dst.byteSize());
+        }
+        try {
+            xorInto.invokeExact(dst, payload, payload.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void overwriteBytes(MemorySegment dst, MemorySegment offsets, MemorySegment bytes, long count) {
+        KernelArgs.holds(offsets, count, 4, "offsets");
+        KernelArgs.holds(bytes, count, 1, "bytes");
+        long r;
+        try {
+            r = (long) overwriteBytes.invokeExact(dst, dst.byteSize(), offsets, bytes, count);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r < 0) {
+            long off = offsets.get(KernelArgs.LE32, (-r - 1) << 2) & KernelArgs.U32_MAX;
+            throw new IllegalArgumentException("byte offset " + off + " is outside the tensor's " + dst.byteSize() + " bytes");
+        }
+    }
+
+    @Override
+    public Hash128 xxh3(MemorySegment data) {
+        long[] out = new long[2];
+        try {
+            xxh3.invokeExact(data, data.byteSize(), MemorySegment.ofArray(out));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        return new Hash128(out[1], out[0]);
+    }
+
+    @Override
+    public long xorBytes(MemorySegment data) {
+        try {
+            return (long) xorBytes.invokeExact(data, data.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long xorWidenedValues(MemorySegment values, Dtype dtype, long count) {
+        KernelArgs.widenedArgs(values, dtype, count);
+        try {
+            return (long) xorWidened.invokeExact(values, count, nanKind(dtype));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long streamRead(MemorySegment data) {
+        try {
+            return (long) streamRead.invokeExact(data, data.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public void streamFill(MemorySegment data, byte value) {
+        if (data.isReadOnly()) {
+            throw new IllegalArgumentException("cannot fill a read-only segment");
+        }
+        try {
+            streamFill.invokeExact(data, data.byteSize(), (int) value);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+}

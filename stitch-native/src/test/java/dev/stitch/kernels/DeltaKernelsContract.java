@@ -1,0 +1,532 @@
+package dev.stitch.kernels;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stitch.hash.Xxh3;
+import dev.stitch.tensor.Dtype;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The one contract every {@link DeltaKernels} implementation passes: each kernel is checked against
+ * a plain element-by-element model written here, on random and edge inputs, so implementations that
+ * pass are bit-identical to each other.
+ */
+public abstract class DeltaKernelsContract {
+
+    private static final int[] WIDTHS = {1, 2, 4, 8};
+
+    protected abstract DeltaKernels kernels();
+
+    // ---- helpers ----------------------------------------------------------------------------
+
+    static long elem(byte[] b, int width, long i) {
+        long v = 0;
+        for (int j = 0; j < width; j++) {
+            v |= (b[(int) (i * width + j)] & 0xFFL) << (8 * j);
+        }
+        return v;
+    }
+
+    static void putElem(byte[] b, int width, long i, long v) {
+        for (int j = 0; j < width; j++) {
+            b[(int) (i * width + j)] = (byte) (v >>> (8 * j));
+        }
+    }
+
+    /** A pair (old, new) of {@code n} elements where about {@code density} of them differ. */
+    static byte[][] pair(SplittableRandom rnd, int width, int n, double density) {
+        byte[] old = new byte[n * width];
+        rnd.nextBytes(old);
+        byte[] neu = old.clone();
+        for (int i = 0; i < n; i++) {
+            if (rnd.nextDouble() < density) {
+                long v = elem(neu, width, i);
+                long flip = 1L << rnd.nextInt(8 * width);
+                putElem(neu, width, i, v ^ flip ^ (rnd.nextBoolean() ? 0 : rnd.nextLong() & JavaKernels.laneMask(width)));
+                if (elem(neu, width, i) == v) {
+                    putElem(neu, width, i, v ^ 1);
+                }
+            }
+        }
+        return new byte[][] {old, neu};
+    }
+
+    static long[] changed(byte[] old, byte[] neu, int width) {
+        int n = old.length / width;
+        return java.util.stream.IntStream.range(0, n).filter(i -> elem(old, width, i) != elem(neu, width, i)).asLongStream().toArray();
+    }
+
+    static MemorySegment nat(Arena arena, byte[] b) {
+        MemorySegment s = arena.allocate(Math.max(1, b.length), 64).asSlice(0, b.length);
+        MemorySegment.copy(MemorySegment.ofArray(b), 0, s, 0, b.length);
+        return s;
+    }
+
+    static byte[] positionsBytes(long[] pos, int pw) {
+        ByteBuffer bb = ByteBuffer.allocate(pos.length * pw).order(ByteOrder.LITTLE_ENDIAN);
+        for (long p : pos) {
+            if (pw == 4) {
+                bb.putInt((int) p);
+            } else {
+                bb.putLong(p);
+            }
+        }
+        return bb.array();
+    }
+
+    static long[] gapsOf(long[] pos) {
+        long[] g = new long[pos.length];
+        long prev = -1;
+        for (int k = 0; k < pos.length; k++) {
+            g[k] = pos[k] - prev - 1;
+            prev = pos[k];
+        }
+        return g;
+    }
+
+    static short[] escapedOf(long[] pos) {
+        java.util.List<Short> units = new java.util.ArrayList<>();
+        for (long g : gapsOf(pos)) {
+            for (long e = 0; e < g / 65535; e++) {
+                units.add((short) 0xFFFF);
+            }
+            units.add((short) (g % 65535));
+        }
+        short[] out = new short[units.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = units.get(i);
+        }
+        return out;
+    }
+
+    static byte[] unitsBytes(short[] units) {
+        ByteBuffer bb = ByteBuffer.allocate(units.length * 2).order(ByteOrder.LITTLE_ENDIAN);
+        for (short u : units) {
+            bb.putShort(u);
+        }
+        return bb.array();
+    }
+
+    // ---- diff -------------------------------------------------------------------------------
+
+    @Test
+    void countAndGatherMatchModelForEveryWidthDensityAndLayout() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(11);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int width : WIDTHS) {
+                for (double density : new double[] {0, 0.001, 0.03, 0.3, 1}) {
+                    for (int n : new int[] {0, 1, 3, 7, 16, 31, 33, 64, 127, 1000, 4099}) {
+                        byte[][] p = pair(rnd, width, n, density);
+                        long[] expected = changed(p[0], p[1], width);
+                        boolean heap = rnd.nextBoolean();
+                        MemorySegment old = heap ? MemorySegment.ofArray(p[0].clone()) : nat(arena, p[0]);
+                        MemorySegment neu = heap ? MemorySegment.ofArray(p[1]) : nat(arena, p[1]);
+                        assertEquals(expected.length, k.countChanged(old, neu, width), "count w" + width + " n" + n);
+                        for (int pw : new int[] {4, 8}) {
+                            for (boolean xor : new boolean[] {false, true}) {
+                                long base = pw == 8 ? (1L << 33) + 5 : 1000;
+                                MemorySegment positions = MemorySegment.ofArray(new byte[n * pw]);
+                                MemorySegment values = nat(arena, new byte[n * width]);
+                                MemorySegment snapshot = MemorySegment.ofArray(p[0].clone());
+                                long got = k.diffGather(snapshot, neu, width, base, positions, pw, values, xor, xor);
+                                assertEquals(expected.length, got);
+                                long[] shifted = Arrays.stream(expected).map(i -> i + base).toArray();
+                                assertArrayEquals(positionsBytes(shifted, pw), Arrays.copyOf(positions.toArray(ValueLayout.JAVA_BYTE), expected.length * pw));
+                                byte[] vals = values.toArray(ValueLayout.JAVA_BYTE);
+                                for (int j = 0; j < expected.length; j++) {
+                                    long nv = elem(p[1], width, expected[j]);
+                                    long ov = elem(p[0], width, expected[j]);
+                                    assertEquals(xor ? nv ^ ov : nv, elem(vals, width, j), "value " + j + " w" + width);
+                                }
+                                byte[] snapAfter = snapshot.toArray(ValueLayout.JAVA_BYTE);
+                                assertArrayEquals(xor ? p[1] : p[0], snapAfter, "snapshot update=" + xor);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void diffGatherOnUnalignedSlices() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(5);
+        for (int width : WIDTHS) {
+            byte[][] p = pair(rnd, width, 301, 0.1);
+            byte[] oldPad = new byte[p[0].length + 3];
+            byte[] newPad = new byte[p[1].length + 5];
+            System.arraycopy(p[0], 0, oldPad, 3, p[0].length);
+            System.arraycopy(p[1], 0, newPad, 5, p[1].length);
+            MemorySegment old = MemorySegment.ofArray(oldPad).asSlice(3, p[0].length);
+            MemorySegment neu = MemorySegment.ofArray(newPad).asSlice(5, p[1].length);
+            long[] expected = changed(p[0], p[1], width);
+            MemorySegment positions = MemorySegment.ofArray(new byte[301 * 4 + 1]).asSlice(1);
+            MemorySegment values = MemorySegment.ofArray(new byte[301 * width + 7]).asSlice(7);
+            assertEquals(expected.length, k.diffGather(old, neu, width, 0, positions, 4, values, false, true));
+            assertArrayEquals(positionsBytes(expected, 4), Arrays.copyOf(positions.toArray(ValueLayout.JAVA_BYTE), expected.length * 4));
+            assertArrayEquals(p[1], old.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void diffGatherRejectsBadArguments() {
+        DeltaKernels k = kernels();
+        MemorySegment a = MemorySegment.ofArray(new byte[16]);
+        MemorySegment b = MemorySegment.ofArray(new byte[18]);
+        MemorySegment pos = MemorySegment.ofArray(new byte[64]);
+        MemorySegment val = MemorySegment.ofArray(new byte[64]);
+        assertThrows(IllegalArgumentException.class, () -> k.countChanged(a, b, 2));
+        assertThrows(IllegalArgumentException.class, () -> k.countChanged(a, a, 3));
+        assertThrows(IllegalArgumentException.class, () -> k.diffGather(a, a, 2, 0, pos, 2, val, false, false));
+        assertThrows(IllegalArgumentException.class, () -> k.diffGather(a, a, 2, 0, MemorySegment.ofArray(new byte[8]), 4, val, false, false));
+        assertThrows(IllegalArgumentException.class, () -> k.diffGather(a, a, 2, 0xFFFF_FFFFL, pos, 4, val, false, false));
+        assertEquals(0, k.diffGather(a, a, 2, 0xFFFF_FFFFL - 7, pos, 4, val, false, false));
+    }
+
+    @Test
+    void nanDetectionPerDtype() {
+        DeltaKernels k = kernels();
+        check(k, Dtype.BF16, new long[] {0x7F80, 0xFF80, 0x3F80, 0x0000, 0x8000}, false);
+        check(k, Dtype.BF16, new long[] {0x3F80, 0x7FC0}, true);
+        check(k, Dtype.BF16, new long[] {0xFF81}, true);
+        check(k, Dtype.F16, new long[] {0x7C00, 0xFC00, 0x3C00}, false);
+        check(k, Dtype.F16, new long[] {0x3C00, 0x7C01}, true);
+        check(k, Dtype.F32, new long[] {0x7F80_0000L, 0xFF80_0000L, 0x3F80_0000L}, false);
+        check(k, Dtype.F32, new long[] {0x7F80_0001L}, true);
+        check(k, Dtype.F32, new long[] {0xFFC0_0000L}, true);
+        check(k, Dtype.F64, new long[] {0x7FF0_0000_0000_0000L, 0x3FF0_0000_0000_0000L}, false);
+        check(k, Dtype.F64, new long[] {0x7FF0_0000_0000_0001L}, true);
+        check(k, Dtype.F8_E4M3, new long[] {0x7E, 0xFE, 0x00}, false);
+        check(k, Dtype.F8_E4M3, new long[] {0xFF}, true);
+        check(k, Dtype.F8_E5M2, new long[] {0x7C, 0xFC}, false);
+        check(k, Dtype.F8_E5M2, new long[] {0x7D}, true);
+        check(k, Dtype.F8_E8M0, new long[] {0xFE, 0x00}, false);
+        check(k, Dtype.F8_E8M0, new long[] {0xFF}, true);
+        check(k, Dtype.I16, new long[] {0x7FFF, 0xFFFF}, false);
+        check(k, Dtype.U8, new long[] {0xFF}, false);
+        // Only the first count values are looked at.
+        byte[] b = new byte[8];
+        putElem(b, 2, 3, 0x7FC0);
+        assertFalse(k.containsNaN(MemorySegment.ofArray(b), Dtype.BF16, 3));
+        assertTrue(k.containsNaN(MemorySegment.ofArray(b), Dtype.BF16, 4));
+        // A long run with one NaN at the very end exercises any vector loop and its tail.
+        for (int n : new int[] {1, 31, 32, 33, 1000}) {
+            byte[] big = new byte[n * 2];
+            assertFalse(k.containsNaN(MemorySegment.ofArray(big), Dtype.BF16, n));
+            putElem(big, 2, n - 1, 0xFFC1);
+            assertTrue(k.containsNaN(MemorySegment.ofArray(big), Dtype.BF16, n), "n " + n);
+        }
+    }
+
+    private static void check(DeltaKernels k, Dtype dtype, long[] bits, boolean nan) {
+        byte[] b = new byte[bits.length * dtype.width()];
+        for (int i = 0; i < bits.length; i++) {
+            putElem(b, dtype.width(), i, bits[i]);
+        }
+        assertEquals(nan, k.containsNaN(MemorySegment.ofArray(b), dtype, bits.length), dtype + " " + Arrays.toString(bits));
+    }
+
+    // ---- gaps -------------------------------------------------------------------------------
+
+    @Test
+    void fixedWidthGapsRoundTrip() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(21);
+        for (int trial = 0; trial < 40; trial++) {
+            int n = rnd.nextInt(0, 3000);
+            long[] pos = randomPositions(rnd, n, trial % 3 == 0 ? 70_000 : 600);
+            for (int pw : new int[] {4, 8}) {
+                long[] expectedGaps = gapsOf(pos);
+                long max = Arrays.stream(expectedGaps).max().orElse(0);
+                MemorySegment positions = MemorySegment.ofArray(positionsBytes(pos, pw));
+                assertEquals(max, k.maxGap(positions, pw, n));
+                int gw = max <= 0xFFFF ? 2 : 4;
+                MemorySegment gaps = MemorySegment.ofArray(new byte[n * gw]);
+                k.encodeGaps(positions, pw, n, gaps, gw);
+                byte[] gb = gaps.toArray(ValueLayout.JAVA_BYTE);
+                for (int j = 0; j < n; j++) {
+                    assertEquals(expectedGaps[j], elem(gb, gw, j));
+                }
+                MemorySegment back = MemorySegment.ofArray(new byte[n * pw]);
+                k.decodeGaps(gaps, gw, n, back, pw);
+                assertArrayEquals(positionsBytes(pos, pw), back.toArray(ValueLayout.JAVA_BYTE));
+            }
+        }
+        assertEquals(0, k.maxGap(MemorySegment.ofArray(new byte[0]), 4, 0));
+    }
+
+    static long[] randomPositions(SplittableRandom rnd, int n, int maxStep) {
+        long[] pos = new long[n];
+        long p = -1;
+        for (int i = 0; i < n; i++) {
+            p += 1 + rnd.nextInt(maxStep);
+            pos[i] = p;
+        }
+        return pos;
+    }
+
+    @Test
+    void escapedGapsEdgeCases() {
+        DeltaKernels k = kernels();
+        // Gaps 65534, 65535, 65536, 131070 (delta-formats.md 4.2) and a first index past 2^32.
+        long[] pos = new long[] {65534, 65534 + 65535 + 1, 65534 + 65535 + 1 + 65536 + 1};
+        pos = Arrays.copyOf(pos, 4);
+        pos[3] = pos[2] + 131070 + 1;
+        short[] expected = {(short) 0xFFFE, (short) 0xFFFF, 0, (short) 0xFFFF, 1, (short) 0xFFFF, (short) 0xFFFF, 0};
+        checkEscaped(k, pos, 8, expected);
+        checkEscaped(k, pos, 4, expected);
+        long big = (1L << 32) + 3;
+        short[] bigUnits = escapedOf(new long[] {big});
+        checkEscaped(k, new long[] {big}, 8, bigUnits);
+        checkEscaped(k, new long[] {0, 1, 2}, 4, new short[] {0, 0, 0});
+        checkEscaped(k, new long[0], 4, new short[0]);
+        SplittableRandom rnd = new SplittableRandom(4);
+        for (int trial = 0; trial < 30; trial++) {
+            long[] r = randomPositions(rnd, rnd.nextInt(2000), trial % 2 == 0 ? 200_000 : 100);
+            checkEscaped(k, r, 8, escapedOf(r));
+        }
+    }
+
+    private static void checkEscaped(DeltaKernels k, long[] pos, int pw, short[] expectedUnits) {
+        MemorySegment positions = MemorySegment.ofArray(positionsBytes(pos, pw));
+        assertEquals(expectedUnits.length, k.escapedGapUnits(positions, pw, pos.length));
+        MemorySegment units = MemorySegment.ofArray(new byte[expectedUnits.length * 2 + 2]);
+        assertEquals(expectedUnits.length, k.encodeEscapedGaps(positions, pw, pos.length, units));
+        assertArrayEquals(unitsBytes(expectedUnits), Arrays.copyOf(units.toArray(ValueLayout.JAVA_BYTE), expectedUnits.length * 2));
+        MemorySegment back = MemorySegment.ofArray(new byte[pos.length * pw]);
+        long limit = pos.length == 0 ? 0 : pos[pos.length - 1] + 1;
+        if (pw == 8 || limit <= (1L << 32)) {
+            assertEquals(pos.length, k.decodeEscapedGaps(units, expectedUnits.length, back, pw, pos.length, limit));
+            assertArrayEquals(positionsBytes(pos, pw), back.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void malformedEscapedStreamsAreRejected() {
+        DeltaKernels k = kernels();
+        MemorySegment out = MemorySegment.ofArray(new byte[64]);
+        MemorySegment trailingEscape = MemorySegment.ofArray(unitsBytes(new short[] {1, (short) 0xFFFF}));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeEscapedGaps(trailingEscape, 2, out, 4, 8, 1000));
+        MemorySegment three = MemorySegment.ofArray(unitsBytes(new short[] {0, 0, 0}));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeEscapedGaps(three, 3, out, 4, 2, 1000));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeEscapedGaps(three, 3, out, 4, 8, 2));
+        assertEquals(3, k.decodeEscapedGaps(three, 3, out, 4, 3, 3));
+        // A 4-byte position stream cannot hold an index of 2^32.
+        MemorySegment huge = MemorySegment.ofArray(unitsBytes(escapedOf(new long[] {1L << 32})));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeEscapedGaps(huge, huge.byteSize() / 2, out, 4, 1, Long.MAX_VALUE));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeEscapedGaps(three, 4, out, 4, 8, 1000));
+    }
+
+    // ---- planes -----------------------------------------------------------------------------
+
+    @Test
+    void bytePlanesRoundTrip() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(8);
+        for (int width : WIDTHS) {
+            for (int n : new int[] {0, 1, 5, 64, 1001}) {
+                byte[] src = new byte[n * width];
+                rnd.nextBytes(src);
+                MemorySegment planes = MemorySegment.ofArray(new byte[src.length]);
+                k.splitPlanes(MemorySegment.ofArray(src), width, n, planes);
+                byte[] pb = planes.toArray(ValueLayout.JAVA_BYTE);
+                for (int i = 0; i < n; i++) {
+                    for (int b = 0; b < width; b++) {
+                        assertEquals(src[i * width + b], pb[b * n + i]);
+                    }
+                }
+                MemorySegment back = MemorySegment.ofArray(new byte[src.length]);
+                k.mergePlanes(planes, width, n, back);
+                assertArrayEquals(src, back.toArray(ValueLayout.JAVA_BYTE));
+            }
+        }
+    }
+
+    // ---- apply ------------------------------------------------------------------------------
+
+    @Test
+    void scatterVariantsMatchModel() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(9);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int width : WIDTHS) {
+                for (double density : new double[] {0, 0.01, 0.3, 1}) {
+                    int n = 2000 + rnd.nextInt(100);
+                    byte[][] p = pair(rnd, width, n, density);
+                    long[] pos = changed(p[0], p[1], width);
+                    byte[] vals = new byte[pos.length * width];
+                    byte[] xors = new byte[pos.length * width];
+                    for (int j = 0; j < pos.length; j++) {
+                        putElem(vals, width, j, elem(p[1], width, pos[j]));
+                        putElem(xors, width, j, elem(p[1], width, pos[j]) ^ elem(p[0], width, pos[j]));
+                    }
+                    for (int pw : new int[] {4, 8}) {
+                        MemorySegment dst = nat(arena, p[0]);
+                        k.scatter(dst, width, MemorySegment.ofArray(positionsBytes(pos, pw)), pw, MemorySegment.ofArray(vals), pos.length);
+                        assertArrayEquals(p[1], dst.toArray(ValueLayout.JAVA_BYTE));
+                        MemorySegment dst2 = MemorySegment.ofArray(p[0].clone());
+                        k.scatterXor(dst2, width, nat(arena, positionsBytes(pos, pw)), pw, MemorySegment.ofArray(xors), pos.length);
+                        assertArrayEquals(p[1], dst2.toArray(ValueLayout.JAVA_BYTE));
+                    }
+                    short[] units = escapedOf(pos);
+                    for (boolean xor : new boolean[] {false, true}) {
+                        MemorySegment dst = nat(arena, p[0]);
+                        long written = k.scatterEscapedGaps(dst, width, MemorySegment.ofArray(unitsBytes(units)), units.length,
+                            MemorySegment.ofArray(xor ? xors : vals), pos.length, xor);
+                        assertEquals(pos.length, written);
+                        assertArrayEquals(p[1], dst.toArray(ValueLayout.JAVA_BYTE));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void scatterEscapedGapsRejectsMalformedStreamsWithoutWriting() {
+        DeltaKernels k = kernels();
+        byte[] original = new byte[20];
+        Arrays.fill(original, (byte) 7);
+        MemorySegment dst = MemorySegment.ofArray(original.clone());
+        MemorySegment vals = MemorySegment.ofArray(new byte[20]);
+        // trailing escape
+        assertThrows(IllegalArgumentException.class,
+            () -> k.scatterEscapedGaps(dst, 2, MemorySegment.ofArray(unitsBytes(new short[] {0, (short) 0xFFFF})), 2, vals, 1, false));
+        // count mismatch, both ways
+        assertThrows(IllegalArgumentException.class,
+            () -> k.scatterEscapedGaps(dst, 2, MemorySegment.ofArray(unitsBytes(new short[] {0, 0})), 2, vals, 3, false));
+        assertThrows(IllegalArgumentException.class,
+            () -> k.scatterEscapedGaps(dst, 2, MemorySegment.ofArray(unitsBytes(new short[] {0, 0, 0})), 3, vals, 2, false));
+        // last position past the destination (10 elements)
+        assertThrows(IllegalArgumentException.class,
+            () -> k.scatterEscapedGaps(dst, 2, MemorySegment.ofArray(unitsBytes(new short[] {0, 9})), 2, vals, 2, true));
+        assertArrayEquals(original, dst.toArray(ValueLayout.JAVA_BYTE));
+        assertEquals(2, k.scatterEscapedGaps(dst, 2, MemorySegment.ofArray(unitsBytes(new short[] {0, 8})), 2, vals, 2, false));
+        // out-of-range scatter positions are refused rather than written outside the segment
+        assertThrows(IllegalArgumentException.class,
+            () -> k.scatter(dst, 2, MemorySegment.ofArray(positionsBytes(new long[] {10}, 4)), 4, vals, 1));
+        assertThrows(IllegalArgumentException.class,
+            () -> k.scatterXor(dst, 4, MemorySegment.ofArray(positionsBytes(new long[] {5}, 8)), 8, vals, 1));
+    }
+
+    @Test
+    void xorIntoAndOverwriteBytes() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(10);
+        for (int n : new int[] {0, 1, 7, 8, 63, 64, 65, 4097}) {
+            byte[] a = new byte[n];
+            byte[] b = new byte[n];
+            rnd.nextBytes(a);
+            rnd.nextBytes(b);
+            byte[] expected = new byte[n];
+            for (int i = 0; i < n; i++) {
+                expected[i] = (byte) (a[i] ^ b[i]);
+            }
+            MemorySegment dst = MemorySegment.ofArray(a.clone());
+            k.xorInto(dst, MemorySegment.ofArray(b));
+            assertArrayEquals(expected, dst.toArray(ValueLayout.JAVA_BYTE));
+        }
+        assertThrows(IllegalArgumentException.class, () -> k.xorInto(MemorySegment.ofArray(new byte[3]), MemorySegment.ofArray(new byte[4])));
+        byte[] dst = new byte[100];
+        int[] offsets = {0, 5, 99, 50};
+        byte[] bytes = {1, 2, 3, 4};
+        ByteBuffer ob = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN);
+        for (int o : offsets) {
+            ob.putInt(o);
+        }
+        MemorySegment d = MemorySegment.ofArray(dst);
+        k.overwriteBytes(d, MemorySegment.ofArray(ob.array()), MemorySegment.ofArray(bytes), 4);
+        assertEquals(1, dst[0]);
+        assertEquals(2, dst[5]);
+        assertEquals(3, dst[99]);
+        assertEquals(4, dst[50]);
+        ob.putInt(4, 100);
+        byte[] before = dst.clone();
+        assertThrows(IllegalArgumentException.class,
+            () -> k.overwriteBytes(d, MemorySegment.ofArray(ob.array()), MemorySegment.ofArray(new byte[] {9, 9, 9, 9}), 4));
+        assertArrayEquals(before, dst);
+    }
+
+    // ---- checksums --------------------------------------------------------------------------
+
+    @Test
+    void xxh3MatchesJavaReference() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(12);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int len = 0; len < 2100; len += len < 260 ? 1 : 1 + rnd.nextInt(60)) {
+                byte[] b = new byte[len];
+                rnd.nextBytes(b);
+                assertEquals(Xxh3.hash128(b), k.xxh3(MemorySegment.ofArray(b)), "len " + len);
+                assertEquals(Xxh3.hash128(b), k.xxh3(nat(arena, b)), "native len " + len);
+            }
+            byte[] big = new byte[(1 << 20) + 333];
+            rnd.nextBytes(big);
+            assertEquals(Xxh3.hash128(big), k.xxh3(nat(arena, big)));
+        }
+        assertEquals("99aa06d3014798d86001c324468d497f", k.xxh3(MemorySegment.ofArray(new byte[0])).hex());
+        assertEquals("06b05ab6733a618578af5f94892f3950", k.xxh3(MemorySegment.ofArray(new byte[] {'a', 'b', 'c'})).hex());
+    }
+
+    @Test
+    void slimeChecksumParts() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(13);
+        for (int n : new int[] {0, 1, 9, 100, 1003}) {
+            byte[] b = new byte[n];
+            rnd.nextBytes(b);
+            long x = 0;
+            for (byte v : b) {
+                x ^= v & 0xFF;
+            }
+            assertEquals(x, k.xorBytes(MemorySegment.ofArray(b)));
+        }
+        for (int n : new int[] {0, 1, 17, 500}) {
+            byte[] b = new byte[n * 4];
+            rnd.nextBytes(b);
+            long bf = 0;
+            long f16 = 0;
+            long f32 = 0;
+            for (int i = 0; i < n; i++) {
+                bf ^= Double.doubleToRawLongBits(Float.intBitsToFloat((int) elem(b, 2, i) << 16));
+                f16 ^= Double.doubleToRawLongBits(Float.float16ToFloat((short) elem(b, 2, i)));
+                f32 ^= Double.doubleToRawLongBits(Float.intBitsToFloat((int) elem(b, 4, i)));
+            }
+            // Random bits include NaNs; the model above uses the JVM's own widening, which on x86 equals the spec's.
+            assertEquals(bf, k.xorWidenedValues(MemorySegment.ofArray(b), Dtype.BF16, n), "bf16 n" + n);
+            assertEquals(f16, k.xorWidenedValues(MemorySegment.ofArray(b), Dtype.F16, n), "f16 n" + n);
+            assertEquals(f32, k.xorWidenedValues(MemorySegment.ofArray(b), Dtype.F32, n), "f32 n" + n);
+        }
+        // Signalling NaN: payload kept, quiet bit set.
+        byte[] snan = {0x01, (byte) 0x80, (byte) 0x80, 0x7F};
+        assertEquals(0x7FF8_0000_0000_0000L | (0x00_8001L << 29), k.xorWidenedValues(MemorySegment.ofArray(snan), Dtype.F32, 1));
+        assertThrows(IllegalArgumentException.class, () -> k.xorWidenedValues(MemorySegment.ofArray(new byte[8]), Dtype.F64, 1));
+    }
+
+    /** The worked golden value of slime's checksum: p XOR (v << 1) over 65 bits, for a known tiny param. */
+    @Test
+    void slimeChecksumCombinesToAnUnboundedInteger() {
+        DeltaKernels k = kernels();
+        byte[] positions = {3, 0, 0, 0, 9, 0, 0, 0};
+        byte[] values = {(byte) 0x80, (byte) 0xBF, 0x00, 0x40};
+        long p = k.xorBytes(MemorySegment.ofArray(positions));
+        long v = k.xorWidenedValues(MemorySegment.ofArray(values), Dtype.BF16, 2);
+        BigInteger checksum = BigInteger.valueOf(p).xor(new BigInteger(Long.toUnsignedString(v)).shiftLeft(1));
+        long expectedV = Double.doubleToRawLongBits(-1.0) ^ Double.doubleToRawLongBits(2.0);
+        assertEquals(BigInteger.valueOf(10).xor(new BigInteger(Long.toUnsignedString(expectedV)).shiftLeft(1)), checksum);
+        assertTrue(checksum.bitLength() > 64);
+    }
+}

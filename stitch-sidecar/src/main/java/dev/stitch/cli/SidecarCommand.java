@@ -1,0 +1,320 @@
+package dev.stitch.cli;
+
+import dev.stitch.board.BoardLayout;
+import dev.stitch.engine.SglangSettings;
+import dev.stitch.sidecar.ProxyServer;
+import dev.stitch.sidecar.control.Sidecar;
+import dev.stitch.sidecar.control.SidecarConfig;
+import dev.stitch.sync.CommitMode;
+import dev.stitch.sync.SyncConfig;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code stitch sidecar}: the version-aware proxy and weight-sync worker in front of one SGLang server
+ * (board-and-sidecar.md 4–8). Every option also reads {@code STITCH_<NAME>}; a flag wins.
+ */
+@Command(name = "sidecar",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Run the weight-sync sidecar in front of one SGLang server: watch the bulletin board, apply new",
+            "versions in order, and proxy requests that carry a weight_version constraint.",
+            "Every option can also be set with the environment variable STITCH_<NAME> (e.g. STITCH_PORT);",
+            "a flag wins over the environment."
+        })
+public final class SidecarCommand implements Callable<Integer>, StitchSubcommand {
+
+    @Option(names = "--board", defaultValue = "${env:STITCH_BOARD_ROOT}",
+            description = "Bulletin board directory (env STITCH_BOARD_ROOT).")
+    Path board;
+
+    @Option(names = "--upstream", defaultValue = "${env:STITCH_UPSTREAM_URL}",
+            description = "Engine base URL, e.g. http://127.0.0.1:30000 (env STITCH_UPSTREAM_URL).")
+    String upstream;
+
+    @Option(names = "--layout", defaultValue = "${env:STITCH_LAYOUT:-stitch}",
+            description = "Board layout: stitch, slime or head (default ${DEFAULT-VALUE}).")
+    String layout;
+
+    @Option(names = "--mode", defaultValue = "${env:STITCH_ENGINE_MODE:-host}",
+            description = "engine (patched SGLang applies sparse deltas) or host (stock SGLang reloads a local "
+                    + "checkpoint kept current by the sidecar) (default ${DEFAULT-VALUE}; env STITCH_ENGINE_MODE).")
+    String mode;
+
+    @Option(names = "--commit-mode", defaultValue = "${env:STITCH_COMMIT_MODE:-quiesce}",
+            description = "quiesce (drain everything, then reload) or in_place (pause the engine in place; "
+                    + "only exact pins drain) (default ${DEFAULT-VALUE}).")
+    String commitMode;
+
+    @Option(names = "--local-checkpoint", defaultValue = "${env:STITCH_LOCAL_CHECKPOINT_DIR}",
+            description = "Host mode: the local checkpoint copy the engine reloads (created if missing).")
+    Path localCheckpoint;
+
+    @Option(names = "--base-checkpoint", defaultValue = "${env:STITCH_BASE_CHECKPOINT_DIR}",
+            description = "Host mode: the base checkpoint the local copy starts from.")
+    Path baseCheckpoint;
+
+    @Option(names = "--host", defaultValue = "${env:STITCH_HOST:-0.0.0.0}",
+            description = "Listen address (default ${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "${env:STITCH_PORT:-8000}",
+            description = "Listen port (default ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--run-id", defaultValue = "${env:STITCH_RUN_ID}",
+            description = "Replica label shown as run_id in /server_info.")
+    String runId;
+
+    @Option(names = "--engine-board-root", defaultValue = "${env:STITCH_ENGINE_BOARD_ROOT}",
+            description = "Engine mode: the board root as the engine sees it (default: --board).")
+    Path engineBoardRoot;
+
+    @Option(names = "--engine-base-checkpoint", defaultValue = "${env:STITCH_ENGINE_BASE_CHECKPOINT_DIR}",
+            description = "Engine mode: the checkpoint a run switch reloads (default: model_path of /model_info).")
+    Path engineBaseCheckpoint;
+
+    @Option(names = "--state-dir", defaultValue = "${env:STITCH_STATE_DIR}",
+            description = "Where sidecar_state.json is kept (default: <local>/.stitch in host mode; "
+                    + "not persisted in engine mode).")
+    Path stateDir;
+
+    @Option(names = "--boot-version", defaultValue = "${env:STITCH_BOOT_VERSION:-0}",
+            description = "Version the engine booted with (default ${DEFAULT-VALUE}).")
+    long bootVersion;
+
+    @Option(names = "--boot-run-id", defaultValue = "${env:STITCH_BOOT_RUN_ID}",
+            description = "Run the engine booted with (unset: adopt the board's run at version 0).")
+    String bootRunId;
+
+    @Option(names = "--versioned-routes",
+            defaultValue = "${env:STITCH_VERSIONED_ROUTES:-generate,v1/chat/completions,v1/completions}",
+            description = "Comma-separated routes that are gated and stamped (default ${DEFAULT-VALUE}).")
+    String versionedRoutes;
+
+    @Option(names = "--poll-interval-s", defaultValue = "${env:STITCH_POLL_INTERVAL_S:-5.0}",
+            description = "Board poll period in seconds; 0 disables polling (default ${DEFAULT-VALUE}).")
+    double pollIntervalS;
+
+    @Option(names = "--min-refresh-interval-s", defaultValue = "${env:STITCH_MIN_REFRESH_INTERVAL_S:-1.0}",
+            description = "Rate limit of board refreshes, except explicit wakes (default ${DEFAULT-VALUE}).")
+    double minRefreshIntervalS;
+
+    @Option(names = "--drain-timeout-s", defaultValue = "${env:STITCH_DRAIN_TIMEOUT_S:-60}",
+            description = "Drain bound before in-flight requests are preempted; 0 = unbounded "
+                    + "(default ${DEFAULT-VALUE}).")
+    double drainTimeoutS;
+
+    @Option(names = "--abort-grace-s", defaultValue = "${env:STITCH_ABORT_GRACE_S:-10}",
+            description = "How long preempted requests get to finish before the commit fails "
+                    + "(default ${DEFAULT-VALUE}).")
+    double abortGraceS;
+
+    @Option(names = "--backoff-initial-s", defaultValue = "${env:STITCH_BACKOFF_INITIAL_S:-1}",
+            description = "First retry delay after a failed pass (default ${DEFAULT-VALUE}).")
+    double backoffInitialS;
+
+    @Option(names = "--backoff-max-s", defaultValue = "${env:STITCH_BACKOFF_MAX_S:-60}",
+            description = "Longest retry delay (default ${DEFAULT-VALUE}).")
+    double backoffMaxS;
+
+    @Option(names = "--commit-retries", defaultValue = "${env:STITCH_COMMIT_RETRIES:-2}",
+            description = "Commit retries after the engine started changing weights (default ${DEFAULT-VALUE}).")
+    int commitRetries;
+
+    @Option(names = "--flush-retries", defaultValue = "${env:STITCH_FLUSH_RETRIES:-10}",
+            description = "Retries of a cache flush refused while requests run (default ${DEFAULT-VALUE}).")
+    int flushRetries;
+
+    @Option(names = "--max-replay-versions", defaultValue = "${env:STITCH_MAX_REPLAY_VERSIONS:-8}",
+            description = "Longest delta replay preferred over loading an anchor (default ${DEFAULT-VALUE}).")
+    int maxReplayVersions;
+
+    @Option(names = "--require-checksums", arity = "0..1", fallbackValue = "true",
+            defaultValue = "${env:STITCH_REQUIRE_CHECKSUMS:-false}",
+            description = "Refuse artifacts without size_bytes/checksum (default ${DEFAULT-VALUE}).")
+    boolean requireChecksums;
+
+    @Option(names = "--upstream-timeout-s", defaultValue = "${env:STITCH_UPSTREAM_TIMEOUT_S:-3600}",
+            description = "Total time one engine call may take (default ${DEFAULT-VALUE}).")
+    double upstreamTimeoutS;
+
+    @Option(names = "--upstream-connect-timeout-s", defaultValue = "${env:STITCH_UPSTREAM_CONNECT_TIMEOUT_S:-10}",
+            description = "Connect timeout to the engine (default ${DEFAULT-VALUE}).")
+    double upstreamConnectTimeoutS;
+
+    @Option(names = "--engine-start-timeout-s", defaultValue = "${env:STITCH_ENGINE_START_TIMEOUT_S:-1800}",
+            description = "How long startup waits for the engine's /health (default ${DEFAULT-VALUE}).")
+    double engineStartTimeoutS;
+
+    @Option(names = "--max-request-body-bytes", defaultValue = "${env:STITCH_MAX_REQUEST_BODY_BYTES:-64m}",
+            description = "Larger request bodies get 413; k/m/g suffixes (default ${DEFAULT-VALUE}).")
+    String maxRequestBodyBytes;
+
+    @Option(names = "--stream-end-comment", arity = "0..1", fallbackValue = "true",
+            defaultValue = "${env:STITCH_STREAM_END_COMMENT:-true}",
+            description = "Append ': x-stitch-weight-version-end=<v>' to SSE streams (default ${DEFAULT-VALUE}).")
+    boolean streamEndComment;
+
+    @Option(names = "--partial-reload", arity = "0..1", fallbackValue = "true",
+            defaultValue = "${env:STITCH_PARTIAL_RELOAD:-false}",
+            description = "Host mode: send weight_names with reloads (default ${DEFAULT-VALUE}).")
+    boolean partialReload;
+
+    @Option(names = "--probe-delta-receiver", arity = "0..1", fallbackValue = "true",
+            defaultValue = "${env:STITCH_PROBE_DELTA_RECEIVER:-true}",
+            description = "Engine mode: check at startup that the engine accepts load_format=delta "
+                    + "(default ${DEFAULT-VALUE}).")
+    boolean probeDeltaReceiver;
+
+    @Option(names = "--debug-requests", arity = "0..1", fallbackValue = "true",
+            defaultValue = "${env:STITCH_DEBUG_REQUESTS:-false}",
+            description = "Log a start and an end line per request (default ${DEFAULT-VALUE}).")
+    boolean debugRequests;
+
+    @Override
+    public Integer call() throws Exception {
+        SidecarConfig config = config();
+        Sidecar sidecar;
+        try {
+            sidecar = Sidecar.start(config, new VersionInfo().getVersion()[0]);
+        } catch (UncheckedIOException e) {
+            throw new CliFailure(e.getMessage());
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            sidecar.close();
+            stopped.countDown();
+        }, "stitch-sidecar-shutdown"));
+        stopped.await();
+        return 0;
+    }
+
+    /** Validates the options and groups them. */
+    SidecarConfig config() {
+        if (board == null) {
+            throw new CliFailure("--board DIR is required (or set STITCH_BOARD_ROOT)");
+        }
+        if (upstream == null || upstream.isBlank()) {
+            throw new CliFailure("--upstream URL is required (or set STITCH_UPSTREAM_URL)");
+        }
+        URI engineUrl;
+        try {
+            engineUrl = URI.create(upstream.strip());
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure("--upstream is not a URL: " + upstream);
+        }
+        if (engineUrl.getScheme() == null || engineUrl.getHost() == null) {
+            throw new CliFailure("--upstream must look like http://host:port, not '" + upstream + "'");
+        }
+        BoardLayout boardLayout;
+        CommitMode commit;
+        try {
+            boardLayout = BoardLayout.parse(layout);
+            commit = CommitMode.parse(commitMode.strip().toLowerCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure(e.getMessage());
+        }
+        String engineMode = mode.strip().toLowerCase(Locale.ROOT);
+        if (!engineMode.equals("engine") && !engineMode.equals("host")) {
+            throw new CliFailure("--mode must be engine or host, not '" + mode + "'");
+        }
+        if (engineMode.equals("host") && (localCheckpoint == null || baseCheckpoint == null)) {
+            throw new CliFailure("--mode host needs --local-checkpoint DIR and --base-checkpoint DIR");
+        }
+        requireNonNegative("--poll-interval-s", pollIntervalS);
+        requireNonNegative("--min-refresh-interval-s", minRefreshIntervalS);
+        requireNonNegative("--drain-timeout-s", drainTimeoutS);
+        requireNonNegative("--abort-grace-s", abortGraceS);
+        requireNonNegative("--backoff-initial-s", backoffInitialS);
+        requireNonNegative("--backoff-max-s", backoffMaxS);
+        requireNonNegative("--commit-retries", commitRetries);
+        requireNonNegative("--flush-retries", flushRetries);
+        requireNonNegative("--max-replay-versions", maxReplayVersions);
+        requireNonNegative("--boot-version", bootVersion);
+        if (upstreamTimeoutS <= 0 || upstreamConnectTimeoutS <= 0 || engineStartTimeoutS <= 0) {
+            throw new CliFailure("timeouts must be positive");
+        }
+        if (port < 0 || port > 65535) {
+            throw new CliFailure("--port must be 0..65535, not " + port);
+        }
+        Duration connect = seconds(upstreamConnectTimeoutS);
+        Duration total = seconds(upstreamTimeoutS);
+        ProxyServer.Config proxy = ProxyServer.Config.defaults(engineUrl)
+                .withListen(host, port)
+                .withVersionedRoutes(ProxyServer.Config.parseRoutes(versionedRoutes))
+                .withMaxRequestBodyBytes(parseSize("--max-request-body-bytes", maxRequestBodyBytes))
+                .withTimeouts(connect, total)
+                .withStreamEndComment(streamEndComment)
+                .withDebugRequests(debugRequests);
+        Path state = stateDir;
+        if (state == null && engineMode.equals("host")) {
+            state = localCheckpoint.resolve(".stitch");
+        }
+        SyncConfig sync = SyncConfig.defaults()
+                .withCommitMode(commit)
+                .withPolling(pollIntervalS, minRefreshIntervalS)
+                .withDrain(drainTimeoutS, abortGraceS)
+                .withBackoff(backoffInitialS, backoffMaxS)
+                .withLimits(commitRetries, maxReplayVersions, requireChecksums, engineStartTimeoutS)
+                .withBoot(blankToNull(bootRunId), bootVersion, state);
+        SglangSettings engine = SglangSettings.of(engineUrl, board)
+                .withEnginePaths(engineBoardRoot, engineBaseCheckpoint)
+                .withHostCheckpoints(localCheckpoint, baseCheckpoint)
+                .withOptions(flushRetries, partialReload, probeDeltaReceiver)
+                .withTimeouts(connect, total);
+        try {
+            return new SidecarConfig(proxy, sync, board, boardLayout, engineMode, engine, blankToNull(runId));
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure(e.getMessage());
+        }
+    }
+
+    /** Parses a byte count with an optional k/m/g suffix (KiB, MiB, GiB). */
+    static long parseSize(String option, String text) {
+        String t = text.strip().toLowerCase(Locale.ROOT);
+        long unit = 1;
+        if (!t.isEmpty()) {
+            char last = t.charAt(t.length() - 1);
+            unit = switch (last) {
+                case 'k' -> 1L << 10;
+                case 'm' -> 1L << 20;
+                case 'g' -> 1L << 30;
+                default -> 1;
+            };
+            if (unit != 1) {
+                t = t.substring(0, t.length() - 1);
+            }
+        }
+        try {
+            long n = Long.parseLong(t);
+            if (n <= 0) {
+                throw new NumberFormatException();
+            }
+            return Math.multiplyExact(n, unit);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new CliFailure(option + " must be a positive size such as 65536, 512k or 64m, not '" + text + "'");
+        }
+    }
+
+    private static void requireNonNegative(String option, double v) {
+        if (!(v >= 0) || Double.isInfinite(v)) {
+            throw new CliFailure(option + " must be a non-negative number, not " + v);
+        }
+    }
+
+    private static Duration seconds(double s) {
+        return Duration.ofNanos((long) (s * 1e9));
+    }
+
+    private static String blankToNull(String s) {
+        return s == null || s.isBlank() ? null : s.strip();
+    }
+}

@@ -1,0 +1,148 @@
+package dev.stitch.engine;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.sync.EngineAdapter;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The calls both SGLang modes share: label, flush, pause/continue, abort, health and model info.
+ * Bodies never carry {@code "flush_cache": true} (SGLang's post-update flush kills the scheduler
+ * when requests are live).
+ */
+abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngineAdapter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SglangAdapter.class);
+    private static final Duration SHORT = Duration.ofSeconds(10);
+
+    final SglangSettings settings;
+    final SglangClient client;
+
+    SglangAdapter(SglangSettings settings) {
+        this.settings = settings;
+        this.client = new SglangClient(settings.upstream(), settings.connectTimeout(), settings.requestTimeout());
+    }
+
+    /** Creates the adapter of {@code mode} ({@code engine} or {@code host}). */
+    static EngineAdapter create(String mode, SglangSettings settings) {
+        return switch (mode) {
+            case "engine" -> new SglangEngineAdapter(settings);
+            case "host" -> throw new IllegalArgumentException("host mode: pending HostApplier");
+            default -> throw new IllegalArgumentException("engine mode must be engine or host, not '" + mode + "'");
+        };
+    }
+
+    @Override
+    public String name() {
+        return "sglang";
+    }
+
+    @Override
+    public void label(long version) throws IOException {
+        ObjectNode body = SglangClient.object();
+        body.put("new_version", Long.toString(version));
+        body.put("abort_all_requests", false);
+        client.post("/update_weight_version", body);
+    }
+
+    /** {@code GET /flush_cache}: 200/404 fine; 400 (requests running) retried, then ignored. */
+    @Override
+    public void flush() {
+        for (int attempt = 0; attempt <= settings.flushRetries(); attempt++) {
+            SglangClient.Reply r;
+            try {
+                r = client.get("/flush_cache", SHORT);
+            } catch (IOException e) {
+                LOG.warn("flush_cache failed: {}", e.getMessage());
+                return;
+            }
+            if (r.status() == 200 || r.status() == 404) {
+                return;
+            }
+            if (r.status() != 400) {
+                LOG.warn("flush_cache answered {}; continuing without a flush", r.status());
+                return;
+            }
+            if (attempt < settings.flushRetries()) {
+                try {
+                    Thread.sleep(500);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+        LOG.info("flush_cache still busy after {} retries; continuing (the extra_key namespace isolates versions)",
+                settings.flushRetries());
+    }
+
+    @Override
+    public void pause(String mode) throws IOException {
+        ObjectNode body = SglangClient.object();
+        body.put("mode", mode);
+        client.post("/pause_generation", body);
+    }
+
+    @Override
+    public void resume() throws IOException {
+        client.post("/continue_generation", SglangClient.object());
+    }
+
+    @Override
+    public void abort(String rid) {
+        ObjectNode body = SglangClient.object();
+        body.put("rid", rid);
+        try {
+            SglangClient.Reply r = client.send("/abort_request", body, SHORT);
+            if (r.status() / 100 != 2) {
+                LOG.warn("abort_request {} answered {}", rid, r.status());
+            }
+        } catch (IOException e) {
+            LOG.warn("abort_request {} failed: {}", rid, e.getMessage());
+        }
+    }
+
+    @Override
+    public boolean probe() {
+        try {
+            return client.get("/health", Duration.ofSeconds(5)).status() == 200;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public Optional<String> weightVersionLabel() {
+        try {
+            JsonNode info = modelInfo();
+            JsonNode v = info.get("weight_version");
+            return v == null || v.isNull() ? Optional.empty() : Optional.of(v.asText());
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+
+    JsonNode modelInfo() throws IOException {
+        SglangClient.Reply r = client.get("/model_info", SHORT);
+        if (r.status() != 200 || !r.json().isObject()) {
+            throw new IOException("GET /model_info answered " + r.status());
+        }
+        return r.json();
+    }
+
+    /** The common reload body; {@code load_format} only when given. */
+    static ObjectNode reloadBody(String modelPath, String loadFormat, long version) {
+        ObjectNode body = SglangClient.object();
+        body.put("model_path", modelPath);
+        if (loadFormat != null) {
+            body.put("load_format", loadFormat);
+        }
+        body.put("weight_version", Long.toString(version));
+        body.put("flush_cache", false);
+        return body;
+    }
+}

@@ -1,0 +1,122 @@
+package dev.stitch.engine;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.sync.PlannedVersion;
+import dev.stitch.sync.SyncPlan;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * "engine" mode (board-and-sidecar.md 7.2): a patched SGLang with slime's delta receiver reads the
+ * board itself; the sidecar sends one {@code update_weights_from_disk} per version, in order.
+ */
+final class SglangEngineAdapter extends SglangAdapter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SglangEngineAdapter.class);
+    static final String DELTA_RECEIVER_MESSAGE = "requires non-empty";
+
+    private volatile Path baseCheckpoint;
+
+    SglangEngineAdapter(SglangSettings settings) {
+        super(settings);
+        this.baseCheckpoint = settings.engineBaseCheckpointDir();
+    }
+
+    @Override
+    public String mode() {
+        return "engine";
+    }
+
+    @Override
+    public Set<String> supportedBackends() {
+        return Set.of("sparse_delta", "full");
+    }
+
+    /**
+     * Reads the engine's base {@code model_path} (for resets) and checks the delta receiver with a
+     * request it must refuse without touching weights: {@code load_format: "delta"} with no files.
+     */
+    @Override
+    public void prepare() throws IOException {
+        if (baseCheckpoint == null) {
+            String modelPath = modelInfo().path("model_path").asText("");
+            if (modelPath.isEmpty()) {
+                throw new IOException("GET /model_info reports no model_path; set --engine-base-checkpoint");
+            }
+            baseCheckpoint = Path.of(modelPath);
+            LOG.info("engine base checkpoint for resets: {} (from /model_info)", baseCheckpoint);
+        }
+        if (settings.probeDeltaReceiver()) {
+            ObjectNode body = SglangClient.object();
+            body.put("model_path", settings.engineBoardRoot().toString());
+            body.set("files", body.arrayNode());
+            body.put("load_format", "delta");
+            body.put("flush_cache", false);
+            SglangClient.Reply r = client.send("/update_weights_from_disk", body, Duration.ofSeconds(30));
+            if (!r.body().contains(DELTA_RECEIVER_MESSAGE)) {
+                throw new IOException("the engine at " + client.base() + " has no delta receiver (probe answered "
+                        + r.status() + "); use --mode host or a patched SGLang");
+            }
+            LOG.info("engine accepts load_format=delta");
+        }
+    }
+
+    @Override
+    public Map<String, Object> stage(SyncPlan plan) {
+        return Map.of(); // the engine reads the board itself; nothing to prepare on the sidecar
+    }
+
+    @Override
+    public Map<String, Object> commit(SyncPlan plan) throws IOException {
+        Map<String, Object> detail = new LinkedHashMap<>();
+        int reloads = 0;
+        int labels = 0;
+        if (plan.anchor().isPresent()) {
+            PlannedVersion a = plan.anchor().get();
+            client.post("/update_weights_from_disk",
+                    reloadBody(engineDirectory(a).resolve("full").toString(), "auto", a.version()));
+            reloads++;
+        }
+        for (PlannedVersion v : plan.deltas()) {
+            if (v.hasTransitionFiles()) {
+                ObjectNode body = SglangClient.object();
+                body.put("model_path", engineDirectory(v).toString());
+                ArrayNode files = body.putArray("files");
+                v.transitionFiles().forEach(files::add);
+                body.put("load_format", "delta");
+                body.put("weight_version", Long.toString(v.version()));
+                body.put("flush_cache", false);
+                client.post("/update_weights_from_disk", body);
+                reloads++;
+            } else {
+                label(v.version());
+                labels++;
+            }
+        }
+        detail.put("reload_calls", reloads);
+        detail.put("label_calls", labels);
+        return detail;
+    }
+
+    @Override
+    public void reset() throws IOException {
+        client.post("/update_weights_from_disk", reloadBody(baseCheckpoint.toString(), "auto", 0));
+    }
+
+    /** The version directory as the engine sees it. */
+    Path engineDirectory(PlannedVersion v) {
+        Path dir = v.directory().toAbsolutePath().normalize();
+        Path root = settings.boardRoot().toAbsolutePath().normalize();
+        if (dir.startsWith(root)) {
+            return settings.engineBoardRoot().resolve(root.relativize(dir).toString());
+        }
+        return dir;
+    }
+}
