@@ -130,7 +130,7 @@ static inline uint32_t neq_mask_avx2(__m256i a, __m256i b, int32_t w) {
             uint32_t eq = (uint32_t) _mm256_movemask_epi8(_mm256_cmpeq_epi16(a, b));
             return (uint32_t) _pext_u32(~eq, 0x55555555u);
         }
-        case 4: return (~(uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)))) & 0xFu;
+        case 4: return (~(uint32_t) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)))) & 0xFFu;
         default: return (~(uint32_t) _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(a, b)))) & 0xFu;
     }
 }
@@ -533,6 +533,9 @@ static uint64_t read_avx2(const uint8_t *p, int64_t bytes) {
     a = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
     uint64_t x = (uint64_t) _mm256_extract_epi64(a, 0) ^ (uint64_t) _mm256_extract_epi64(a, 1)
                ^ (uint64_t) _mm256_extract_epi64(a, 2) ^ (uint64_t) _mm256_extract_epi64(a, 3);
+    for (; off + 8 <= bytes; off += 8) {
+        x ^= ld64(p + off);
+    }
     for (; off < bytes; off++) {
         x ^= p[off];
     }
@@ -558,10 +561,16 @@ static count_fn count_impl = count_scalar;
 static uint64_t (*read_impl)(const uint8_t *, int64_t) = read_scalar;
 static const char *isa_name = "scalar";
 
-__attribute__((constructor))
-static void stitch_select_isa(void) {
+/* Picks the best variants the CPU supports, up to max_level (0 scalar, 1 AVX2, 2 AVX-512). */
+static void select_isa(int32_t max_level) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) {
+    diff_impl = diff_scalar;
+    count_impl = count_scalar;
+    read_impl = read_scalar;
+    xxh_accumulate = xxh_accumulate_scalar;
+    xxh_scramble = xxh_scramble_scalar;
+    isa_name = "scalar";
+    if (max_level >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2")) {
         diff_impl = diff_avx2;
         count_impl = count_avx2;
         read_impl = read_avx2;
@@ -569,12 +578,23 @@ static void stitch_select_isa(void) {
         xxh_scramble = xxh_scramble_avx2;
         isa_name = "avx2";
     }
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
-        && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("bmi2")) {
+    if (max_level >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+        && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("bmi2")) {
         diff_impl = diff_avx512;
         count_impl = count_avx512;
         isa_name = "avx512";
     }
+}
+
+__attribute__((constructor))
+static void stitch_select_isa(void) {
+    select_isa(2);
+}
+
+/* Restricts dispatch to at most max_level (for tests and -Dstitch.native.isa); returns the ISA now in use. */
+EXPORT const char *stitch_cap_isa(int32_t max_level) {
+    select_isa(max_level);
+    return isa_name;
 }
 
 EXPORT const char *stitch_isa(void) {

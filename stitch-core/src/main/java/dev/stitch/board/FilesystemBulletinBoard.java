@@ -135,14 +135,22 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
 
     @Override
     public OptionalLong newestAnchorAtOrBelow(long version) throws IOException {
-        // GC only deletes whole prefixes below an anchor, so the first missing manifest ends the search.
-        for (long v = version; v >= 1; v--) {
+        // Versions above latest are never published; GC only deletes whole prefixes below an anchor, so
+        // below the first manifest found, the next missing one ends the search.
+        long start = Math.min(version, readPointerNoRefresh().version());
+        boolean found = false;
+        for (long v = start; v >= 1; v--) {
             Manifest m;
             try {
                 m = readManifest(v);
+                found = true;
             } catch (NoSuchFileException e) {
-                return OptionalLong.empty();
+                if (found) {
+                    return OptionalLong.empty();
+                }
+                continue;
             } catch (ProtocolException e) {
+                found = true;
                 LOG.debug("skipping unreadable manifest of version {} in the anchor search: {}", v, e.getMessage());
                 continue;
             }

@@ -101,15 +101,20 @@ final class ForeignBoard implements BulletinBoard {
 
     @Override
     public OptionalLong newestAnchorAtOrBelow(long version) throws IOException {
+        boolean found = false;
         for (long v = version; v >= 1; v--) {
             try {
-                if (readManifest(v).isAnchor()) {
+                Manifest m = readManifest(v);
+                found = true;
+                if (m.isAnchor()) {
                     return OptionalLong.of(v);
                 }
             } catch (NoSuchFileException e) {
-                return OptionalLong.empty();
+                if (found) {
+                    return OptionalLong.empty();
+                }
             } catch (ProtocolException e) {
-                // an unreadable index is not an anchor; keep looking below it
+                found = true; // an unreadable index is not an anchor; keep looking below it
             }
         }
         return OptionalLong.empty();

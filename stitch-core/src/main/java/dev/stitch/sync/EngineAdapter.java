@@ -28,6 +28,15 @@ public interface EngineAdapter {
         return supportedBackends().contains(backend);
     }
 
+    /**
+     * The version a plan towards {@code latest} must start from. The engine's served version unless
+     * the adapter stages from its own copy: host mode starts from the local checkpoint's version, or
+     * from 0 when that copy must be rebuilt (interrupted apply, reboot, other run, newer than latest).
+     */
+    default long planFrom(long served, String runId, long latest) throws java.io.IOException {
+        return served;
+    }
+
     /** Slow preparation outside the gate; must not change what the engine serves. */
     Map<String, Object> stage(SyncPlan plan) throws Exception;
 

@@ -10,7 +10,8 @@ import java.util.Set;
  *
  * @param kind             delta, anchor, noop or reset
  * @param runId            the run the target belongs to
- * @param from             the version the engine serves before the commit
+ * @param from             the version the chain starts from: the engine's served version, or the adapter's
+ *                         staging copy's (see {@link EngineAdapter#planFrom})
  * @param target           the version it serves after
  * @param anchor           the anchor loaded first (anchor plans only)
  * @param deltas           versions replayed in order (after the anchor, if any)

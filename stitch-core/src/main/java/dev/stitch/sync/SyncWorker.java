@@ -408,7 +408,7 @@ public final class SyncWorker implements AutoCloseable {
                 SyncPlan plan = planAndVerify(pointer, current, m);
                 state = SyncState.PREPARING;
                 long s0 = System.nanoTime();
-                Map<String, Object> stageDetail = plan.kind() == SyncPlan.Kind.NOOP ? Map.of() : engine.stage(plan);
+                Map<String, Object> stageDetail = engine.stage(plan);
                 double stageS = seconds(System.nanoTime() - s0);
                 metrics.stageDuration.observe(stageS);
                 m.put("stage_s", stageS);
@@ -499,6 +499,12 @@ public final class SyncWorker implements AutoCloseable {
             throws IOException, SyncFailure {
         long t0 = System.nanoTime();
         long latest = pointer.version();
+        long served = current;
+        current = Math.min(engine.planFrom(served, pointer.runId(), latest), latest);
+        if (current != served) {
+            LOG.info("planning from version {} (the adapter's staging copy), the engine serves {}", current, served);
+        }
+        boolean reload = current != served;
         List<PlannedVersion> aboveAnchor = new ArrayList<>(); // anchor..latest, descending
         List<PlannedVersion> belowAnchor = new ArrayList<>(); // current+1..anchor-1, descending
         PlannedVersion anchor = null;
@@ -537,7 +543,7 @@ public final class SyncWorker implements AutoCloseable {
         SyncPlan deltaPlan = null;
         SyncPlan anchorPlan = null;
         if (anchor == null) {
-            deltaPlan = buildPlan(pointer, current, Optional.empty(), ascendingAbove);
+            deltaPlan = buildPlan(pointer, current, Optional.empty(), ascendingAbove, reload);
         } else {
             List<PlannedVersion> all = new ArrayList<>(reversed(belowAnchor));
             all.addAll(ascendingAbove);
@@ -552,10 +558,10 @@ public final class SyncWorker implements AutoCloseable {
             }
             replayable &= replayBytes <= anchor.fullBytes();
             if (replayable) {
-                deltaPlan = buildPlan(pointer, current, Optional.empty(), all);
+                deltaPlan = buildPlan(pointer, current, Optional.empty(), all, reload);
             }
             anchorPlan = buildPlan(pointer, anchor.version() - 1, Optional.of(anchor),
-                    ascendingAbove.subList(1, ascendingAbove.size()));
+                    ascendingAbove.subList(1, ascendingAbove.size()), true);
             anchorPlan = new SyncPlan(SyncPlan.Kind.ANCHOR, anchorPlan.runId(), current, anchorPlan.target(),
                     anchorPlan.anchor(), anchorPlan.deltas(), anchorPlan.touchedWeights(), anchorPlan.weightsKnown());
         }
@@ -597,10 +603,10 @@ public final class SyncWorker implements AutoCloseable {
     }
 
     private SyncPlan buildPlan(SyncBoard.Pointer pointer, long from, Optional<PlannedVersion> anchor,
-                               List<PlannedVersion> deltas) {
+                               List<PlannedVersion> deltas, boolean reload) {
         Set<String> touched = new LinkedHashSet<>();
         boolean known = true;
-        boolean empty = anchor.isEmpty();
+        boolean empty = anchor.isEmpty() && !reload;
         for (PlannedVersion pv : deltas) {
             if (pv.hasTransitionFiles()) {
                 empty = false;

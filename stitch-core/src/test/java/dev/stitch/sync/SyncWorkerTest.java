@@ -248,7 +248,7 @@ class SyncWorkerTest {
         board.publish(null, 2, 0, List.of());
         start(fast());
         assertTrue(idleAt(2));
-        assertEquals(List.of("label:2"), engine.engineCalls());
+        assertEquals(List.of("stage:0->2", "label:2"), engine.engineCalls());
         Map<String, Object> m = worker.status().lastMetrics();
         assertEquals(true, m.get("skipped_noop_reload"));
         assertEquals(0, m.get("tail_transition_files"));
@@ -256,7 +256,8 @@ class SyncWorkerTest {
         board.publish(null, 3, 1, List.of("a"));
         worker.wake(NONE, true);
         assertTrue(idleAt(3));
-        assertEquals(List.of("label:2", "stage:2->3", "flush", "commit:delta:2->3"), engine.engineCalls());
+        assertEquals(List.of("stage:0->2", "label:2", "stage:2->3", "flush", "commit:delta:2->3"),
+                engine.engineCalls());
         assertEquals(false, worker.status().lastMetrics().get("skipped_noop_reload"));
     }
 

@@ -27,7 +27,6 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -506,7 +505,7 @@ public final class HostApplier implements AutoCloseable {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
             long size = ch.size();
             if (size == 0) {
-                return sha256 ? sha256Hex(MemorySegment.NULL.reinterpret(0)) : Xxh3.hash128(new byte[0]).hex();
+                return sha256 ? sha256Hex(MemorySegment.ofArray(new byte[0])) : Xxh3.hash128(new byte[0]).hex();
             }
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
             return sha256 ? sha256Hex(seg) : Xxh3.hash128(seg).hex();
@@ -528,14 +527,6 @@ public final class HostApplier implements AutoCloseable {
 
     private void writeState() throws IOException {
         AtomicFiles.DURABLE.write(stateFile, state.toBytes());
-    }
-
-    /** Forces the local state file and memory-mapped writes to storage (normally skipped for speed). */
-    Map<String, Object> describe() {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("directory", local.toString());
-        m.put("version", state.version());
-        return m;
     }
 
     @Override

@@ -1,8 +1,10 @@
 package dev.stitch.encode;
 
+import dev.stitch.snapshot.HostMemoryAllocator;
+import dev.stitch.snapshot.MemoryPurpose;
+import dev.stitch.snapshot.TensorSnapshot;
 import dev.stitch.tensor.TensorSpec;
 import dev.stitch.tensor.WeightsDigest;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -15,33 +17,57 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * The publisher's copy of the last durably published weights, in off-heap memory it owns: the base
- * every new version is diffed against (delta-formats.md 1.2 and 1.7). It changes only through
+ * The publisher's copy of the last durably published weights, in off-heap memory from a
+ * {@link HostMemoryAllocator} (pinned when the publisher asks for it and the memory-lock limit allows):
+ * the base every new version is diffed against (delta-formats.md 1.2 and 1.7). It changes only through
  * {@link DeltaEncoder#advance} after a version is published, or {@link #reseed} after a full-only
  * version. Tensors are kept in ascending byte order of their names.
  */
 public final class Snapshot implements AutoCloseable {
 
-    /** Cache-line alignment keeps the kernels' vector loads aligned with the trainer's buffers. */
-    private static final long ALIGNMENT = 64;
-
-    private Arena arena;
+    private final HostMemoryAllocator allocator;
+    private final boolean ownsAllocator;
+    private TensorSnapshot memory;
     private Map<String, TensorData> tensors = Map.of();
     private long byteSize;
     private boolean closed;
 
-    private Snapshot() {
+    private Snapshot(HostMemoryAllocator allocator, boolean ownsAllocator) {
+        this.allocator = allocator;
+        this.ownsAllocator = ownsAllocator;
     }
 
-    /** A snapshot without tensors: the first version diffed against it is a full-only version. */
+    /** A snapshot without tensors in memory of its own: the first version diffed against it is full-only. */
     public static Snapshot empty() {
-        return new Snapshot();
+        return new Snapshot(HostMemoryAllocator.unpinned("snapshot"), true);
     }
 
-    /** A snapshot holding a byte-for-byte copy of {@code tensors}; names must be unique. */
+    /** A snapshot without tensors whose memory comes from {@code allocator} (which the caller closes after it). */
+    public static Snapshot empty(HostMemoryAllocator allocator) {
+        return new Snapshot(allocator, false);
+    }
+
+    /** A snapshot holding a byte-for-byte copy of {@code tensors} in memory of its own; names must be unique. */
     public static Snapshot copyOf(Collection<TensorData> tensors) {
-        Snapshot s = new Snapshot();
-        s.reseed(tensors);
+        Snapshot s = empty();
+        try {
+            s.reseed(tensors);
+        } catch (RuntimeException | Error e) {
+            s.close();
+            throw e;
+        }
+        return s;
+    }
+
+    /** As {@link #copyOf(Collection)}, with memory from {@code allocator}. */
+    public static Snapshot copyOf(HostMemoryAllocator allocator, Collection<TensorData> tensors) {
+        Snapshot s = empty(allocator);
+        try {
+            s.reseed(tensors);
+        } catch (RuntimeException | Error e) {
+            s.close();
+            throw e;
+        }
         return s;
     }
 
@@ -52,33 +78,39 @@ public final class Snapshot implements AutoCloseable {
     public synchronized void reseed(Collection<TensorData> next) {
         checkOpen();
         Map<String, TensorData> sorted = new TreeMap<>(WeightsDigest.NAME_ORDER);
+        List<TensorSpec> specs = new ArrayList<>(next.size());
         for (TensorData t : next) {
             if (sorted.put(t.name(), t) != null) {
                 throw new IllegalArgumentException("duplicate tensor name '" + t.name() + "'");
             }
+            specs.add(t.spec());
         }
-        Arena fresh = Arena.ofShared();
+        TensorSnapshot fresh = TensorSnapshot.allocate(allocator, specs, MemoryPurpose.SNAPSHOT);
         Map<String, TensorData> copies = new LinkedHashMap<>();
         long total = 0;
         try {
             for (TensorData t : sorted.values()) {
-                long n = t.spec().byteLength();
-                MemorySegment copy = fresh.allocate(Math.max(1, n), ALIGNMENT).asSlice(0, n);
-                MemorySegment.copy(t.bytes(), 0, copy, 0, n);
+                MemorySegment copy = fresh.data(t.name());
+                MemorySegment.copy(t.bytes(), 0, copy, 0, copy.byteSize());
                 copies.put(t.name(), new TensorData(t.spec(), copy));
-                total += n;
+                total += copy.byteSize();
             }
-        } catch (RuntimeException | OutOfMemoryError e) {
+        } catch (RuntimeException | Error e) {
             fresh.close();
             throw e;
         }
-        Arena old = arena;
-        arena = fresh;
+        TensorSnapshot old = memory;
+        memory = fresh;
         tensors = Collections.unmodifiableMap(copies);
         byteSize = total;
         if (old != null) {
             old.close();
         }
+    }
+
+    /** True when the snapshot's pages are locked in RAM. */
+    public synchronized boolean pinned() {
+        return memory != null && memory.pinned();
     }
 
     /** Tensor specs in ascending byte order of names. */
@@ -140,16 +172,22 @@ public final class Snapshot implements AutoCloseable {
         return WeightsDigest.of(segments());
     }
 
-    /** Releases the memory; later use fails. */
+    /** Releases the memory (and the allocator when the snapshot made its own); later use fails. */
     @Override
     public synchronized void close() {
-        if (arena != null) {
-            arena.close();
+        if (closed) {
+            return;
         }
-        arena = null;
+        closed = true;
+        if (memory != null) {
+            memory.close();
+        }
+        memory = null;
         tensors = Map.of();
         byteSize = 0;
-        closed = true;
+        if (ownsAllocator) {
+            allocator.close();
+        }
     }
 
     private void checkOpen() {

@@ -53,6 +53,14 @@ public final class ZstdFrames {
      * size declared, at most {@code bound}, and the frame ends exactly at the end of {@code frame}.
      */
     public static long declaredSize(byte[] frame, long bound, String where) {
+        try {
+            return checkedSize(frame, bound, where);
+        } catch (ZstdException e) {
+            throw new DeltaFormatException(where + ": corrupt zstd frame: " + e.getMessage(), e);
+        }
+    }
+
+    private static long checkedSize(byte[] frame, long bound, String where) {
         if (frame.length < 4 || !isFrame(MemorySegment.ofArray(frame))) {
             throw new DeltaFormatException(where + ": not a zstd frame (magic 28 B5 2F FD missing)");
         }

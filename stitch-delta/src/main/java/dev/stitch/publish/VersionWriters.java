@@ -7,8 +7,10 @@ import dev.stitch.encode.TensorData;
 import dev.stitch.format.Digests;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.disk.DiskDeltaWriter;
+import dev.stitch.format.full.FullCheckpointWriter;
 import dev.stitch.format.sparse.SparseDeltaWriter;
 import dev.stitch.format.sparse.SparseEncoding;
+import dev.stitch.format.stitchdelta.StitchDeltaWriter;
 import dev.stitch.tensor.WeightsDigest;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -32,14 +34,14 @@ final class VersionWriters {
         return switch (backend) {
             case SPARSE_DELTA -> new SparseDeltaWriter(p.sparseEncoding(), p.bucketBytes(), 0).write(version, changes, dir);
             case DISK_DELTA -> new DiskDeltaWriter(p.diskEncoding(), p.maxFileBytes()).write(version, changes, dir);
-            case STITCH_DELTA -> throw new IllegalStateException("stitch_delta writer missing");
+            case STITCH_DELTA -> new StitchDeltaWriter(p.stitchValues(), p.maxFileBytes()).write(version, changes, dir);
             case FULL -> throw new IllegalArgumentException("full versions have no transition");
         };
     }
 
     /** Writes the whole weights as an HF checkpoint under {@code full/} of {@code dir}. */
     static WriteResult writeAnchor(Collection<TensorData> tensors, Path dir) throws IOException {
-        throw new IllegalStateException("full writer missing");
+        return FullCheckpointWriter.defaults().write(List.copyOf(tensors), dir, FullCheckpointWriter.ANCHOR_DIR);
     }
 
     /** Manifest fields of a version written by {@code backend} (null {@code written} for a full-only version). */

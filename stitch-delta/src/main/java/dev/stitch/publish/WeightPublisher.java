@@ -20,6 +20,7 @@ import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.Manifest;
+import dev.stitch.snapshot.HostMemoryAllocator;
 import dev.stitch.tensor.WeightsDigest;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -86,13 +87,14 @@ public final class WeightPublisher implements AutoCloseable {
     private final Map<String, String> metadata;
     private final DeltaEncoder encoder;
     private final Snapshot snapshot;
+    private final HostMemoryAllocator memory;
     private final ExecutorService asyncExecutor;
     private final AtomicReference<String> inFlight = new AtomicReference<>();
     private final Object publishLock = new Object();
     private long lastPublished = -1;
     private boolean closed;
 
-    private WeightPublisher(Builder b, Snapshot snapshot) {
+    private WeightPublisher(Builder b, Snapshot snapshot, HostMemoryAllocator memory) {
         this.board = b.board;
         this.runId = b.runId;
         this.backends = List.copyOf(b.backends);
@@ -109,6 +111,7 @@ public final class WeightPublisher implements AutoCloseable {
         this.metadata = Map.copyOf(b.metadata);
         this.encoder = new DeltaEncoder(b.kernels, b.threads);
         this.snapshot = snapshot;
+        this.memory = memory;
         this.asyncExecutor = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "stitch-publish");
             t.setDaemon(true);
@@ -422,6 +425,7 @@ public final class WeightPublisher implements AutoCloseable {
                 closed = true;
                 encoder.close();
                 snapshot.close();
+                memory.close();
             }
         }
     }
@@ -463,6 +467,7 @@ public final class WeightPublisher implements AutoCloseable {
         private DeltaKernels kernels;
         private Path seedCheckpoint;
         private Weights seedWeights;
+        private boolean pinSnapshot = true;
 
         private Builder() {
         }
@@ -590,6 +595,15 @@ public final class WeightPublisher implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Whether the snapshot's pages are locked in RAM (default true; falls back to unlocked memory,
+         * with one warning, when the memory-lock limit is too low).
+         */
+        public Builder pinSnapshot(boolean pin) {
+            this.pinSnapshot = pin;
+            return this;
+        }
+
         /** The kernels; default {@link Kernels#get()}. */
         public Builder kernels(DeltaKernels kernels) {
             this.kernels = kernels;
@@ -625,20 +639,25 @@ public final class WeightPublisher implements AutoCloseable {
             if (kernels == null) {
                 kernels = Kernels.get();
             }
-            Snapshot snap;
-            if (seedCheckpoint != null) {
-                try (Weights w = CheckpointWeights.open(seedCheckpoint)) {
-                    snap = Snapshot.copyOf(w.tensors());
-                }
-            } else if (seedWeights != null) {
-                snap = Snapshot.copyOf(seedWeights.tensors());
-            } else {
-                snap = Snapshot.empty();
-            }
+            HostMemoryAllocator memory = pinSnapshot ? HostMemoryAllocator.pinned("stitch-publisher")
+                    : HostMemoryAllocator.unpinned("stitch-publisher");
+            Snapshot snap = null;
             try {
-                return new WeightPublisher(this, snap);
-            } catch (RuntimeException e) {
-                snap.close();
+                if (seedCheckpoint != null) {
+                    try (Weights w = CheckpointWeights.open(seedCheckpoint)) {
+                        snap = Snapshot.copyOf(memory, w.tensors());
+                    }
+                } else if (seedWeights != null) {
+                    snap = Snapshot.copyOf(memory, seedWeights.tensors());
+                } else {
+                    snap = Snapshot.empty(memory);
+                }
+                return new WeightPublisher(this, snap, memory);
+            } catch (IOException | RuntimeException | Error e) {
+                if (snap != null) {
+                    snap.close();
+                }
+                memory.close();
                 throw e;
             }
         }

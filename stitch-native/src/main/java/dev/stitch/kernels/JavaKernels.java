@@ -560,7 +560,7 @@ final class JavaKernels implements DeltaKernels {
             a ^= data.get(LE64, w << 3);
         }
         for (long off = words << 3; off < bytes; off++) {
-            b ^= data.get(U8, off);
+            b ^= data.get(U8, off) & 0xFFL;
         }
         return a ^ b;
     }

@@ -44,13 +44,24 @@ final class NativeKernels implements DeltaKernels {
     private final MethodHandle streamRead;
     private final MethodHandle streamFill;
 
-    NativeKernels(SymbolLookup lookup) {
-        MethodHandle isaHandle = bind(lookup, "stitch_isa", FunctionDescriptor.of(ADDRESS));
+    /** ISA levels accepted by {@code -Dstitch.native.isa}, lowest first. */
+    static final java.util.List<String> ISA_LEVELS = java.util.List.of("scalar", "avx2", "avx512");
+
+    /**
+     * Binds the library behind {@code lookup}, dispatching to at most {@code maxIsa} (one of
+     * {@link #ISA_LEVELS}); the best the CPU supports when null.
+     */
+    NativeKernels(SymbolLookup lookup, String maxIsa) {
+        int level = maxIsa == null ? ISA_LEVELS.size() - 1 : ISA_LEVELS.indexOf(maxIsa);
+        if (level < 0) {
+            throw new IllegalArgumentException("unknown ISA '" + maxIsa + "', expected one of " + ISA_LEVELS);
+        }
+        MethodHandle capHandle = bind(lookup, "stitch_cap_isa", FunctionDescriptor.of(ADDRESS, JAVA_INT));
         try {
-            MemorySegment name = (MemorySegment) isaHandle.invokeExact();
+            MemorySegment name = (MemorySegment) capHandle.invokeExact(level);
             isa = name.reinterpret(64).getString(0);
         } catch (Throwable t) {
-            throw new IllegalArgumentException("stitch_isa failed: " + t, t);
+            throw new IllegalArgumentException("stitch_cap_isa failed: " + t, t);
         }
         countChanged = bind(lookup, "stitch_count_changed", FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
         diffGather = bind(lookup, "stitch_diff_gather", FunctionDescriptor.of(JAVA_LONG,

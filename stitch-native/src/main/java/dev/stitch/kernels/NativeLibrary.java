@@ -21,6 +21,8 @@ final class NativeLibrary {
     /** System property naming a library file to load instead of the packaged one. */
     static final String PATH_PROPERTY = "stitch.native.path";
     static final String LIBRARY_FILE = "libstitchkernels.so";
+    /** System property capping the dispatched ISA: {@code scalar}, {@code avx2} or {@code avx512}. */
+    static final String ISA_PROPERTY = "stitch.native.isa";
 
     /** The result of the one load attempt: kernels, or null with every attempt explained. */
     record Outcome(NativeKernels kernels, List<String> attempts) {
@@ -47,10 +49,23 @@ final class NativeLibrary {
     }
 
     private static Outcome load() {
+        String cap = System.getProperty(ISA_PROPERTY);
+        return load(cap == null || cap.isBlank() ? null : cap.trim().toLowerCase(Locale.ROOT));
+    }
+
+    /**
+     * Loads a private copy of the library (its own dispatch state) capped at {@code maxIsa}, so tests
+     * can run every ISA variant in one process.
+     */
+    static Outcome loadCopy(String maxIsa) {
+        return load(maxIsa);
+    }
+
+    private static Outcome load(String maxIsa) {
         List<String> attempts = new ArrayList<>();
         String explicit = System.getProperty(PATH_PROPERTY);
         if (explicit != null && !explicit.isBlank()) {
-            NativeKernels k = tryLoad(Path.of(explicit), "-D" + PATH_PROPERTY + "=" + explicit, attempts);
+            NativeKernels k = tryLoad(Path.of(explicit), "-D" + PATH_PROPERTY + "=" + explicit, maxIsa, attempts);
             if (k != null) {
                 return new Outcome(k, List.copyOf(attempts));
             }
@@ -69,7 +84,7 @@ final class NativeLibrary {
             Path tmp = Files.createTempFile("stitch-kernels-", ".so");
             tmp.toFile().deleteOnExit();
             Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-            NativeKernels k = tryLoad(tmp, "classpath " + resource + " extracted to " + tmp, attempts);
+            NativeKernels k = tryLoad(tmp, "classpath " + resource + " extracted to " + tmp, maxIsa, attempts);
             return new Outcome(k, List.copyOf(attempts));
         } catch (IOException | RuntimeException e) {
             attempts.add("extracting classpath " + resource + " failed: " + e);
@@ -77,11 +92,11 @@ final class NativeLibrary {
         }
     }
 
-    private static NativeKernels tryLoad(Path file, String what, List<String> attempts) {
+    private static NativeKernels tryLoad(Path file, String what, String maxIsa, List<String> attempts) {
         try {
             SymbolLookup lookup = SymbolLookup.libraryLookup(file, Arena.global());
-            NativeKernels k = new NativeKernels(lookup);
-            attempts.add(what + ": loaded, isa " + k.isa());
+            NativeKernels k = new NativeKernels(lookup, maxIsa);
+            attempts.add(what + ": loaded, isa " + k.isa() + (maxIsa == null ? "" : " (capped at " + maxIsa + ")"));
             return k;
         } catch (IllegalArgumentException | IllegalCallerException | UnsatisfiedLinkError | java.util.NoSuchElementException e) {
             attempts.add(what + ": " + e.getMessage());

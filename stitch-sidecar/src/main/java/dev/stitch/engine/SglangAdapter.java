@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  * Bodies never carry {@code "flush_cache": true} (SGLang's post-update flush kills the scheduler
  * when requests are live).
  */
-abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngineAdapter {
+abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngineAdapter, SglangHostAdapter {
 
     private static final Logger LOG = LoggerFactory.getLogger(SglangAdapter.class);
     private static final Duration SHORT = Duration.ofSeconds(10);
@@ -31,7 +31,7 @@ abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngin
     static EngineAdapter create(String mode, SglangSettings settings) {
         return switch (mode) {
             case "engine" -> new SglangEngineAdapter(settings);
-            case "host" -> throw new IllegalArgumentException("host mode: pending HostApplier");
+            case "host" -> new SglangHostAdapter(settings);
             default -> throw new IllegalArgumentException("engine mode must be engine or host, not '" + mode + "'");
         };
     }

@@ -1,0 +1,329 @@
+package dev.stitch.bench.proxy;
+
+import dev.stitch.bench.BenchResults;
+import dev.stitch.bench.BenchSubcommand;
+import dev.stitch.cli.CliFailure;
+import dev.stitch.refengine.ReferenceEngine;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code stitch bench proxy}: what the sidecar adds to a request. The reference engine (no token
+ * latency, a tiny model) runs in this process; a real {@code stitch sidecar} runs as a child JVM in
+ * front of it over an empty board (version 0). The same load then goes direct and through the
+ * sidecar: open-loop runs at each offered rate plus one closed-loop saturation run per path. The
+ * sidecar's CPU time comes from {@code /proc/<pid>/stat}, so the per-request figure holds even when
+ * generator, engine and sidecar share cores.
+ */
+@Command(name = "proxy",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Proxy overhead: p50/p99 latency and throughput direct to the reference engine vs through",
+            "a sidecar child process, open-loop at each --rps plus a closed-loop saturation run",
+            "(rps_offered 0). Sidecar rows carry proxy_cpu_ms_per_req (sidecar CPU / requests).",
+            "Targets: added p99 at 1000 req/s <= 1 ms; proxy_cpu_ms_per_req at saturation <= 0.03."
+        })
+public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
+    private static final String BODY = "{\"text\":\"stitch proxy benchmark\",\"sampling_params\":{\"max_new_tokens\":1}}";
+
+    @Option(names = "--rps", split = ",", defaultValue = "200,1000", paramLabel = "R",
+            description = "Offered request rates for the open-loop runs, comma-separated (default: ${DEFAULT-VALUE}).")
+    List<Double> rps;
+
+    @Option(names = "--duration-s", defaultValue = "10", paramLabel = "D",
+            description = "Measured seconds per run (default: ${DEFAULT-VALUE}).")
+    double durationS;
+
+    @Option(names = "--warmup-s", defaultValue = "3", paramLabel = "W",
+            description = "Unmeasured closed-loop seconds per path before measuring, to warm the JIT (default: ${DEFAULT-VALUE}).")
+    double warmupS;
+
+    @Option(names = "--connections", defaultValue = "64", paramLabel = "N",
+            description = "Keep-alive connections of the open-loop generator (default: ${DEFAULT-VALUE}).")
+    int connections;
+
+    @Option(names = "--concurrency", defaultValue = "16", paramLabel = "C",
+            description = "Connections kept busy in the closed-loop saturation run (default: ${DEFAULT-VALUE}).")
+    int concurrency;
+
+    @Option(names = "--sidecar-heap", defaultValue = "512m", paramLabel = "SIZE",
+            description = "Maximum heap of the sidecar child JVM (default: ${DEFAULT-VALUE}).")
+    String sidecarHeap;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Also write {\"benchmark\": \"proxy\", \"results\": [...]} to FILE.")
+    Path json;
+
+    public ProxyBenchCommand() {
+    }
+
+    @Override
+    public void run() {
+        validate();
+        Path work;
+        try {
+            work = Files.createTempDirectory("stitch-bench-proxy");
+        } catch (IOException e) {
+            throw new CliFailure("cannot create a work directory: " + e.getMessage());
+        }
+        BenchResults results = new BenchResults("proxy");
+        try (ReferenceEngine engine = new ReferenceEngine(ReferenceEngine.Config.local(tinyModel(work))).start();
+             SidecarProcess sidecar = SidecarProcess.start(work, engine.url(), sidecarHeap)) {
+            progress("engine " + engine.url() + ", sidecar pid " + sidecar.pid() + " on port " + sidecar.port());
+            sidecar.awaitReady(Duration.ofSeconds(60));
+            measure(results, engine.port(), sidecar);
+        } catch (IOException e) {
+            throw new CliFailure("proxy benchmark failed: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CliFailure("interrupted");
+        } finally {
+            deleteTree(work);
+        }
+        results.printTable(System.out, "path", "rps_offered", "rps_achieved", "p50_ms", "p99_ms", "errors",
+                "requests", "added_p99_ms", "proxy_cpu_ms_per_req");
+        if (json != null) {
+            results.writeJson(json);
+        }
+    }
+
+    private void validate() {
+        if (durationS <= 0 || warmupS < 0) {
+            throw new CliFailure("--duration-s must be > 0 and --warmup-s >= 0");
+        }
+        if (connections < 1 || concurrency < 1) {
+            throw new CliFailure("--connections and --concurrency must be >= 1");
+        }
+        for (Double r : rps) {
+            if (r == null || !(r > 0)) {
+                throw new CliFailure("--rps values must be > 0, got " + r);
+            }
+        }
+    }
+
+    private void measure(BenchResults results, int enginePort, SidecarProcess sidecar) throws InterruptedException, IOException {
+        byte[] body = BODY.getBytes(StandardCharsets.UTF_8);
+        int conns = Math.max(connections, concurrency);
+        try (LoadGenerator direct = new LoadGenerator("127.0.0.1", enginePort, "/generate", body, conns);
+             LoadGenerator viaSidecar = new LoadGenerator("127.0.0.1", sidecar.port(), "/generate", body, conns)) {
+            if (warmupS > 0) {
+                progress("warming up " + warmupS + " s per path");
+                direct.closedLoop(warmupS);
+                viaSidecar.closedLoop(warmupS);
+            }
+            for (double r : rps) {
+                progress(String.format(Locale.ROOT, "open loop at %.0f req/s, %.1f s per path", r, durationS));
+                LoadGenerator.Result d = direct.openLoop(r, durationS);
+                long cpu0 = sidecar.cpuNanos();
+                LoadGenerator.Result s = viaSidecar.openLoop(r, durationS);
+                long cpu1 = sidecar.cpuNanos();
+                row(results, "direct", r, d, null, Double.NaN);
+                row(results, "sidecar", r, s, d, (cpu1 - cpu0) / 1e6 / Math.max(1, s.completed() + s.errors()));
+            }
+            progress(String.format(Locale.ROOT, "closed loop, %d connections, %.1f s per path", concurrency, durationS));
+            try (LoadGenerator directSat = new LoadGenerator("127.0.0.1", enginePort, "/generate", body, concurrency);
+                 LoadGenerator sidecarSat = new LoadGenerator("127.0.0.1", sidecar.port(), "/generate", body, concurrency)) {
+                LoadGenerator.Result d = directSat.closedLoop(durationS);
+                long cpu0 = sidecar.cpuNanos();
+                LoadGenerator.Result s = sidecarSat.closedLoop(durationS);
+                long cpu1 = sidecar.cpuNanos();
+                row(results, "direct", 0, d, null, Double.NaN);
+                row(results, "sidecar", 0, s, d, (cpu1 - cpu0) / 1e6 / Math.max(1, s.completed() + s.errors()));
+            }
+        }
+    }
+
+    private static void row(BenchResults results, String path, double offered, LoadGenerator.Result r,
+                            LoadGenerator.Result direct, double cpuMsPerReq) {
+        Map<String, Object> row = results.row();
+        row.put("path", path);
+        row.put("rps_offered", offered);
+        row.put("rps_achieved", round(r.achievedRps(), 1));
+        row.put("p50_ms", round(r.percentileMillis(0.50), 3));
+        row.put("p99_ms", round(r.percentileMillis(0.99), 3));
+        row.put("errors", r.errors());
+        row.put("requests", r.completed());
+        if (direct != null) {
+            row.put("added_p99_ms", round(r.percentileMillis(0.99) - direct.percentileMillis(0.99), 3));
+            row.put("proxy_cpu_ms_per_req", round(cpuMsPerReq, 4));
+        }
+    }
+
+    private static double round(double v, int digits) {
+        if (Double.isNaN(v) || Double.isInfinite(v)) {
+            return 0.0;
+        }
+        double f = Math.pow(10, digits);
+        return Math.round(v * f) / f;
+    }
+
+    /** A one-tensor F32 checkpoint: enough for the engine to hash and serve. */
+    static Path tinyModel(Path work) throws IOException {
+        Path dir = Files.createDirectories(work.resolve("model"));
+        String header = "{\"__metadata__\":{\"format\":\"pt\"},\"w\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]}}";
+        byte[] h = header.getBytes(StandardCharsets.UTF_8);
+        int padded = (h.length + 7) & ~7;
+        ByteBuffer buf = ByteBuffer.allocate(8 + padded + 64).order(ByteOrder.LITTLE_ENDIAN);
+        buf.putLong(padded);
+        buf.put(h);
+        for (int i = h.length; i < padded; i++) {
+            buf.put((byte) ' ');
+        }
+        for (int i = 0; i < 16; i++) {
+            buf.putFloat(i * 0.25f);
+        }
+        Files.write(dir.resolve("model.safetensors"), buf.array());
+        return dir;
+    }
+
+    static void progress(String line) {
+        if (System.console() != null) {
+            System.err.println("bench proxy: " + line);
+        }
+    }
+
+    private static void deleteTree(Path root) {
+        try (Stream<Path> s = Files.walk(root)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // Temporary files only; a leftover is harmless.
+        }
+    }
+
+    /** The sidecar as a child JVM running {@code stitch sidecar} from this process's class path. */
+    static final class SidecarProcess implements AutoCloseable {
+        private final Process process;
+        private final int port;
+        private final long ticksPerSecond;
+        private final Path log;
+
+        private SidecarProcess(Process process, int port, Path log) {
+            this.process = process;
+            this.port = port;
+            this.log = log;
+            this.ticksPerSecond = clockTicks();
+        }
+
+        static SidecarProcess start(Path work, String engineUrl, String heap) throws IOException {
+            Path board = Files.createDirectories(work.resolve("board").resolve("versions")).getParent();
+            int port = freePort();
+            String java = ProcessHandle.current().info().command().orElse(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            List<String> cmd = new ArrayList<>(List.of(java, "-Xmx" + heap, "-XX:+UseSerialGC",
+                    "--enable-native-access=ALL-UNNAMED", "--add-modules=jdk.incubator.vector",
+                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                    "-cp", System.getProperty("java.class.path"), "dev.stitch.cli.StitchCli", "sidecar",
+                    "--board", board.toString(), "--upstream", engineUrl, "--mode", "engine",
+                    "--commit-mode", "quiesce", "--host", "127.0.0.1", "--port", Integer.toString(port),
+                    "--probe-delta-receiver=false", "--poll-interval-s", "5"));
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                    .redirectOutput(work.resolve("sidecar.log").toFile());
+            pb.environment().keySet().removeIf(k -> k.startsWith("STITCH_"));
+            return new SidecarProcess(pb.start(), port, work.resolve("sidecar.log"));
+        }
+
+        long pid() {
+            return process.pid();
+        }
+
+        int port() {
+            return port;
+        }
+
+        /** Waits for {@code GET /health} to answer 200 (first catch-up done). */
+        void awaitReady(Duration timeout) throws IOException, InterruptedException {
+            HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+            long deadline = System.nanoTime() + timeout.toNanos();
+            String last = "no answer";
+            while (System.nanoTime() < deadline) {
+                if (!process.isAlive()) {
+                    throw new IOException("the sidecar exited with status " + process.exitValue() + ": " + lastLog());
+                }
+                try {
+                    HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/health"))
+                            .timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
+                    if (r.statusCode() == 200) {
+                        return;
+                    }
+                    last = r.statusCode() + " " + r.body();
+                } catch (IOException e) {
+                    last = e.toString();
+                }
+                Thread.sleep(100);
+            }
+            throw new IOException("the sidecar did not become ready within " + timeout.toSeconds() + " s: " + last);
+        }
+
+        private String lastLog() {
+            try {
+                List<String> lines = Files.readAllLines(log);
+                return lines.isEmpty() ? "(no output)" : lines.getLast();
+            } catch (IOException e) {
+                return "(no log)";
+            }
+        }
+
+
+        /** utime + stime of the child, from /proc/&lt;pid&gt;/stat. */
+        long cpuNanos() throws IOException {
+            String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+            // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
+            return ticks * 1_000_000_000L / ticksPerSecond;
+        }
+
+        private static long clockTicks() {
+            try {
+                Process p = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
+                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).trim();
+                p.waitFor(5, TimeUnit.SECONDS);
+                return Long.parseLong(out);
+            } catch (IOException | NumberFormatException e) {
+                return 100;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return 100;
+            }
+        }
+
+        private static int freePort() throws IOException {
+            try (ServerSocket s = new ServerSocket()) {
+                s.bind(new InetSocketAddress("127.0.0.1", 0));
+                return s.getLocalPort();
+            }
+        }
+
+        @Override
+        public void close() {
+            process.destroy();
+            try {
+                if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                process.destroyForcibly();
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+package dev.stitch.snapshot;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stitch.tensor.Dtype;
+import dev.stitch.tensor.TensorSpec;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.NoSuchElementException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+@ExtendWith(AllocatorLeakCheck.class)
+class HostMemoryAllocatorTest {
+
+    @Test
+    void buffersArePageAlignedZeroedAndAccountedByPurpose(HostMemoryAllocator allocator) {
+        try (HostBuffer a = allocator.allocate(10_000, MemoryPurpose.SNAPSHOT);
+             HostBuffer b = allocator.allocate(3, MemoryPurpose.SCRATCH)) {
+            assertEquals(0, a.segment().address() % 4096);
+            assertEquals(10_000, a.segment().byteSize());
+            for (long i = 0; i < a.segment().byteSize(); i++) {
+                assertEquals(0, a.segment().get(ValueLayout.JAVA_BYTE, i));
+            }
+            a.segment().set(ValueLayout.JAVA_LONG, 8, 42L);
+            assertEquals(42L, a.segment().get(ValueLayout.JAVA_LONG, 8));
+            assertEquals(10_000, allocator.allocated(MemoryPurpose.SNAPSHOT));
+            assertEquals(3, allocator.allocated(MemoryPurpose.SCRATCH));
+            assertEquals(0, allocator.allocated(MemoryPurpose.STAGING));
+            assertEquals(10_003, allocator.allocated());
+            assertEquals(MemoryPurpose.SNAPSHOT, a.purpose());
+        }
+        assertEquals(0, allocator.allocated());
+        assertEquals(10_003, allocator.peak());
+    }
+
+    @Test
+    void closedBufferCannotBeUsedAndClosingTwiceIsHarmless(HostMemoryAllocator allocator) {
+        HostBuffer a = allocator.allocate(64, MemoryPurpose.STAGING);
+        MemorySegment seg = a.segment();
+        a.close();
+        a.close();
+        assertThrows(IllegalStateException.class, () -> seg.get(ValueLayout.JAVA_BYTE, 0));
+        assertEquals(0, allocator.allocated(MemoryPurpose.STAGING));
+        try (HostBuffer empty = allocator.allocate(0, MemoryPurpose.SCRATCH)) {
+            assertEquals(0, empty.segment().byteSize());
+        }
+        assertThrows(IllegalArgumentException.class, () -> allocator.allocate(-1, MemoryPurpose.SCRATCH));
+    }
+
+    @Test
+    void closingWithOutstandingMemoryFailsAndNamesTheLeak() {
+        HostMemoryAllocator allocator = HostMemoryAllocator.unpinned("leaky");
+        HostBuffer leaked = allocator.allocate(4096, MemoryPurpose.SNAPSHOT);
+        IllegalStateException e = assertThrows(IllegalStateException.class, allocator::close);
+        assertTrue(e.getMessage().contains("4096"), e.getMessage());
+        assertTrue(e.getMessage().contains("SNAPSHOT"), e.getMessage());
+        assertTrue(e.getMessage().contains("HostMemoryAllocatorTest"), e.getMessage());
+        leaked.segment().set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+        leaked.close();
+        allocator.close();
+        assertThrows(IllegalStateException.class, () -> allocator.allocate(1, MemoryPurpose.SCRATCH));
+    }
+
+    @Test
+    void leakCheckExtensionFailsALeakingTest() {
+        AllocatorLeakCheck check = new AllocatorLeakCheck();
+        check.beforeEach(null);
+        HostBuffer leaked = check.allocator().allocate(100, MemoryPurpose.STAGING);
+        AssertionError e = assertThrows(AssertionError.class, () -> check.afterEach(null));
+        assertTrue(e.getMessage().contains("leaked"), e.getMessage());
+        leaked.close();
+        check.beforeEach(null);
+        check.allocator().allocate(1, MemoryPurpose.SCRATCH).close();
+        check.afterEach(null);
+        assertThrows(IllegalStateException.class, check::allocator);
+    }
+
+    @Test
+    void pinningIsAttemptedAndReported(HostMemoryAllocator allocator) {
+        assertNotNull(MemoryLock.limitDescription());
+        String probe = MemoryLock.probe();
+        try (HostBuffer small = allocator.allocate(4096, MemoryPurpose.SNAPSHOT)) {
+            // A page is within any sane RLIMIT_MEMLOCK, so it is pinned exactly when the probe says mlock works.
+            assertEquals(probe == null, small.pinned(), "probe: " + probe);
+        }
+        try (HostBuffer unpinned = HostMemoryAllocator.unpinned("u").allocate(4096, MemoryPurpose.SCRATCH)) {
+            assertFalse(unpinned.pinned());
+        }
+    }
+
+    @Test
+    void tensorSnapshotAddressesTensorsByName(HostMemoryAllocator allocator) {
+        List<TensorSpec> specs = List.of(
+            new TensorSpec("model.layers.0.mlp.down_proj.weight", Dtype.BF16, new long[] {3, 5}),
+            new TensorSpec("model.embed_tokens.weight", Dtype.F32, new long[] {7}),
+            new TensorSpec("model.norm.weight", Dtype.F16, new long[] {}));
+        try (TensorSnapshot snap = TensorSnapshot.allocate(allocator, specs, MemoryPurpose.SNAPSHOT)) {
+            assertEquals(List.of("model.embed_tokens.weight", "model.layers.0.mlp.down_proj.weight", "model.norm.weight"),
+                List.copyOf(snap.names()));
+            assertEquals(30, snap.data("model.layers.0.mlp.down_proj.weight").byteSize());
+            assertEquals(28, snap.data("model.embed_tokens.weight").byteSize());
+            assertEquals(2, snap.data("model.norm.weight").byteSize());
+            assertEquals(60, snap.tensorBytes());
+            for (TensorSnapshot.Entry e : snap.entries()) {
+                assertEquals(0, e.data().address() % TensorSnapshot.ALIGNMENT, e.spec().name());
+            }
+            assertEquals(Dtype.BF16, snap.spec("model.layers.0.mlp.down_proj.weight").dtype());
+            assertThrows(NoSuchElementException.class, () -> snap.get("missing"));
+            assertTrue(allocator.allocated(MemoryPurpose.SNAPSHOT) >= 60);
+        }
+        assertEquals(0, allocator.allocated());
+        assertThrows(IllegalArgumentException.class, () -> TensorSnapshot.allocate(allocator,
+            List.of(new TensorSpec("a", Dtype.U8, new long[] {1}), new TensorSpec("a", Dtype.U8, new long[] {2})), MemoryPurpose.SNAPSHOT));
+    }
+}

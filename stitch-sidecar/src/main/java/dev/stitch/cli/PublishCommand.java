@@ -1,0 +1,265 @@
+package dev.stitch.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.board.PointerMoveException;
+import dev.stitch.encode.ValueMode;
+import dev.stitch.format.sparse.SparseEncoding;
+import dev.stitch.protocol.LatestPointer;
+import dev.stitch.protocol.Manifest;
+import dev.stitch.publish.Backend;
+import dev.stitch.publish.CheckpointWeights;
+import dev.stitch.publish.PublishResult;
+import dev.stitch.publish.WeightPublisher;
+import dev.stitch.publish.Weights;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code stitch publish}: publishes a full HF checkpoint as the next version of a board, as a delta
+ * against the checkpoint the board's latest version holds (board-and-sidecar.md 10.1). The zero-code
+ * path for trainers that only write full checkpoints.
+ */
+@Command(name = "publish",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Publish the HF checkpoint NEW_DIR as version latest+1 of the board's run, as a sparse",
+            "delta against BASE_DIR (the checkpoint the latest version holds). Without --base, the",
+            "checkpoint recorded by the previous 'stitch publish' on this board is used.",
+            "An unchanged checkpoint publishes an empty version; a changed tensor set publishes a",
+            "full-only version; every --anchor-interval-th version also carries a full checkpoint."
+        })
+public final class PublishCommand implements StitchSubcommand, Runnable {
+
+    /** Manifest metadata key holding the absolute path of the published checkpoint. */
+    public static final String SOURCE_CHECKPOINT = "source_checkpoint";
+
+    @Option(names = "--board", required = true, paramLabel = "DIR",
+            description = "Board root directory (created when missing).")
+    Path boardRoot;
+
+    @Option(names = "--checkpoint", required = true, paramLabel = "NEW_DIR",
+            description = "The checkpoint to publish: model.safetensors, or shards with model.safetensors.index.json.")
+    Path checkpoint;
+
+    @Option(names = "--base", paramLabel = "BASE_DIR",
+            description = "The checkpoint the board's latest version holds (for version 1: the served base). "
+                    + "Default: the source_checkpoint recorded by the previous 'stitch publish' on this board.")
+    Path base;
+
+    @Option(names = "--backend", defaultValue = "stitch_delta", paramLabel = "B",
+            description = "stitch_delta, sparse_delta, disk_delta or full; falls back to full when B cannot "
+                    + "express the version (default: ${DEFAULT-VALUE}).")
+    String backend;
+
+    @Option(names = "--values", paramLabel = "MODE",
+            description = "Value mode of stitch_delta (and of disk_delta when --encoding is not given): "
+                    + "xor or overwrite (default: xor for stitch_delta, overwrite for disk_delta).")
+    String values;
+
+    @Option(names = "--encoding", paramLabel = "E",
+            description = "sparse_delta: indices, deltas or deltas_zstd (default deltas_zstd); "
+                    + "disk_delta: xor or overwrite.")
+    String encoding;
+
+    @Option(names = "--run-id", paramLabel = "RUN",
+            description = "Run to publish under. Default: the pointer's run. Another run starts at version 1.")
+    String runId;
+
+    @Option(names = "--threads", paramLabel = "N",
+            description = "Threads for the diff (default: all cores).")
+    Integer threads;
+
+    @Option(names = "--anchor-interval", defaultValue = "25", paramLabel = "N",
+            description = "Every N-th version also carries a full checkpoint; 0 = never (default: ${DEFAULT-VALUE}).")
+    int anchorInterval;
+
+    @Option(names = "--keep-last", defaultValue = "0", paramLabel = "N",
+            description = "After publishing, run board gc keeping the last N versions; 0 = no gc (default: ${DEFAULT-VALUE}).")
+    int keepLast;
+
+    @Option(names = "--json", description = "Print the result as one JSON object on stdout.")
+    boolean json;
+
+    public PublishCommand() {
+    }
+
+    @Override
+    public void run() {
+        Backend first;
+        try {
+            first = Backend.parse(backend);
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure(e.getMessage());
+        }
+        if (threads != null && threads < 1) {
+            throw new CliFailure("--threads must be >= 1, got " + threads);
+        }
+        if (anchorInterval < 0 || keepLast < 0) {
+            throw new CliFailure("--anchor-interval and --keep-last must be >= 0");
+        }
+        Path newDir = checkpoint.toAbsolutePath().normalize();
+        if (!Files.isDirectory(newDir)) {
+            throw new CliFailure("--checkpoint " + checkpoint + " is not a directory");
+        }
+        PrintStream progress = System.console() != null ? System.err : null;
+        try {
+            FilesystemBulletinBoard board = FilesystemBulletinBoard.open(boardRoot);
+            LatestPointer latest = board.readLatest();
+            boolean newRun = runId != null && !latest.sameRun(runId);
+            String run = runId != null ? runId : latest.runId();
+            long version = newRun ? 1 : latest.version() + 1;
+            Path baseDir = base != null ? base.toAbsolutePath().normalize() : recordedBase(board, latest, newRun);
+            if (!Files.isDirectory(baseDir)) {
+                throw new CliFailure("base checkpoint " + baseDir + " is not a directory");
+            }
+
+            WeightPublisher.Builder builder = WeightPublisher.builder()
+                    .board(board).runId(run)
+                    .backends(first == Backend.FULL ? List.of(Backend.FULL) : List.of(first, Backend.FULL))
+                    .anchorInterval(anchorInterval)
+                    .keepLast(keepLast);
+            configureCodecs(builder, first);
+            if (threads != null) {
+                builder.threads(threads);
+            }
+            long t0 = System.nanoTime();
+            if (progress != null) {
+                progress.printf(Locale.ROOT, "stitch publish: reading base %s%n", baseDir);
+            }
+            builder.seedFrom(baseDir);
+            try (WeightPublisher publisher = builder.build();
+                 Weights next = CheckpointWeights.open(newDir)) {
+                if (progress != null) {
+                    double s = (System.nanoTime() - t0) / 1e9;
+                    progress.printf(Locale.ROOT, "stitch publish: base read, %s in %.2f s (%s/s); publishing %s as version %d%n",
+                            bytes(next.byteSize()), s, bytes((long) (next.byteSize() / Math.max(s, 1e-9))), newDir, version);
+                }
+                PublishResult r = publisher.publish(version, next, Map.of(SOURCE_CHECKPOINT, newDir.toString(),
+                        "base_checkpoint", baseDir.toString()));
+                print(r, newDir);
+            }
+        } catch (PointerMoveException e) {
+            throw new CliFailure("the board refused the version: " + e.getMessage());
+        } catch (NoSuchFileException e) {
+            throw new CliFailure("missing file: " + e.getMessage());
+        } catch (IOException | IllegalArgumentException e) {
+            throw new CliFailure(e.getMessage() == null ? e.toString() : e.getMessage());
+        }
+    }
+
+    private void configureCodecs(WeightPublisher.Builder builder, Backend first) {
+        try {
+            switch (first) {
+                case STITCH_DELTA -> {
+                    if (encoding != null) {
+                        throw new CliFailure("--encoding applies to sparse_delta and disk_delta; stitch_delta takes --values");
+                    }
+                    builder.values(values == null ? ValueMode.XOR : ValueMode.parse(values));
+                }
+                case SPARSE_DELTA -> {
+                    if (values != null) {
+                        throw new CliFailure("--values applies to stitch_delta and disk_delta; sparse_delta takes --encoding");
+                    }
+                    builder.sparseEncoding(encoding == null ? SparseEncoding.DELTAS_ZSTD : SparseEncoding.parse(encoding));
+                }
+                case DISK_DELTA -> {
+                    if (encoding != null && values != null && !encoding.equalsIgnoreCase(values)) {
+                        throw new CliFailure("--encoding " + encoding + " and --values " + values + " disagree");
+                    }
+                    String mode = encoding != null ? encoding : values;
+                    builder.diskEncoding(mode == null ? ValueMode.OVERWRITE : ValueMode.parse(mode));
+                }
+                case FULL -> {
+                    if (encoding != null || values != null) {
+                        throw new CliFailure("--encoding and --values do not apply to full versions");
+                    }
+                }
+            }
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure(e.getMessage());
+        }
+    }
+
+    /** The checkpoint the previous {@code stitch publish} recorded in the latest manifest of this run. */
+    private static Path recordedBase(FilesystemBulletinBoard board, LatestPointer latest, boolean newRun) throws IOException {
+        String ask = "pass --base BASE_DIR (the checkpoint the board's latest version holds; for version 1, the served base)";
+        if (newRun || latest.version() == 0) {
+            throw new CliFailure("no previous version to take the base from: " + ask);
+        }
+        Manifest m = board.readManifest(latest.version());
+        JsonNode src = m.metadata() == null ? null : m.metadata().get(SOURCE_CHECKPOINT);
+        if (src == null || !src.isTextual() || src.textValue().isEmpty()) {
+            throw new CliFailure("version " + latest.version() + " was not published by 'stitch publish' (no metadata."
+                    + SOURCE_CHECKPOINT + "): " + ask);
+        }
+        Path p = Path.of(src.textValue());
+        if (!p.isAbsolute()) {
+            throw new CliFailure("metadata." + SOURCE_CHECKPOINT + " of version " + latest.version() + " is not absolute: " + ask);
+        }
+        return p;
+    }
+
+    private void print(PublishResult r, Path newDir) {
+        if (json) {
+            ObjectNode o = JsonNodeFactory.instance.objectNode();
+            o.put("version", r.version());
+            o.put("run_id", r.runId());
+            o.put("backend", r.backend());
+            o.put("encoding", r.encoding());
+            o.put("value_mode", r.valueMode());
+            o.put("anchor", r.anchor());
+            o.put("density", r.density());
+            o.put("changed_elements", r.changedElements());
+            o.put("total_elements", r.totalElements());
+            o.put("changed_tensors", r.changedTensors());
+            o.put("bytes_written", r.bytesWritten());
+            o.put("files", r.files());
+            o.put("publish_s", r.timings().publishSeconds());
+            o.put("fallback_reason", r.fallbackReason());
+            o.put(SOURCE_CHECKPOINT, newDir.toString());
+            System.out.println(o.toString());
+            return;
+        }
+        List<String> parts = new ArrayList<>();
+        parts.add(r.backend() + (r.valueMode() != null ? " " + r.valueMode()
+                : r.encoding() != null ? " " + r.encoding() : ""));
+        if (r.anchor() && !r.backend().equals("full")) {
+            parts.add("anchor");
+        }
+        parts.add(String.format(Locale.ROOT, "%d of %d elements changed (%.4f%%) in %d tensors", r.changedElements(),
+                r.totalElements(), 100 * r.density(), r.changedTensors()));
+        parts.add(bytes(r.bytesWritten()) + " in " + r.files() + (r.files() == 1 ? " file" : " files"));
+        parts.add(String.format(Locale.ROOT, "%.3f s", r.timings().publishSeconds()));
+        System.out.println("published version " + r.version()
+                + (r.runId() != null ? " (run '" + r.runId() + "')" : "") + ": " + String.join(", ", parts));
+        if (r.fallbackReason() != null) {
+            System.out.println("fell back: " + r.fallbackReason());
+        }
+    }
+
+    private static String bytes(long n) {
+        if (n < 1024) {
+            return n + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = n;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(Locale.ROOT, "%.2f %s", v, units[u]);
+    }
+}
