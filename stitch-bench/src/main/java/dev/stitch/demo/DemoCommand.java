@@ -27,6 +27,7 @@ import picocli.CommandLine.Option;
             "those of its stamped version, or if trainer and engine end on different weights."
         })
 public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
+    private static final String LOG_LEVEL = "org.slf4j.simpleLogger.defaultLogLevel";
 
     @Option(names = "--size", defaultValue = "256m", converter = Sizes.class,
             description = "Model size in bytes of bf16 weights (k/m/g suffixes; default ${DEFAULT-VALUE}).")
@@ -94,6 +95,10 @@ public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
             description = "Keep the board and checkpoints after the run (their location is printed).")
     boolean keep;
 
+    @Option(names = "--verbose",
+            description = "Also show the sidecar's and engine's log lines (plan, stage, commit of every sync pass).")
+    boolean verbose;
+
     @Option(names = "--json", paramLabel = "FILE",
             description = "Also write the summary object to FILE (versions, requests, mislabeled, digest_match, "
                     + "bytes_per_version, full_bytes, and more).")
@@ -105,6 +110,10 @@ public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
     @Override
     public Integer call() throws IOException, InterruptedException {
         DemoRun.Options options = options();
+        if (!verbose && System.getProperty(LOG_LEVEL) == null) {
+            // The components log every sync pass at INFO; the demo's own table already says what happened.
+            System.setProperty(LOG_LEVEL, "warn");
+        }
         PrintStream out = System.out;
         DemoSummary summary = new DemoRun(options, out).run();
         summary.print(out);

@@ -91,7 +91,10 @@ final class DemoRun {
         Path localDir = work.resolve("local");
         try (SyntheticModel model = SyntheticModel.generate(options.size(), options.seed())) {
             header(model);
+            long t = System.nanoTime();
             long fullBytes = model.writeCheckpoint(baseDir);
+            out.printf(Locale.ROOT, "base checkpoint written (%s, %.0f MB/s)%n", Sizes.human(fullBytes),
+                    fullBytes / 1e6 / Math.max(1e-9, (System.nanoTime() - t) / 1e9));
             FilesystemBulletinBoard board = FilesystemBulletinBoard.create(boardDir, null, BoardOptions.defaults());
             Map<Long, String> trainerDigests = RolloutClients.newDigestTable();
             trainerDigests.put(0L, WeightsDigest.of(model.tensors()));
@@ -111,6 +114,7 @@ final class DemoRun {
                 clients.start();
                 out.printf(Locale.ROOT, "%n%7s  %12s  %7s  %11s  %9s  %10s  %10s  %9s  %9s%n", "version", "changed", "density",
                         "bytes", "encode ms", "publish ms", "catch-up ms", "apply ms", "reload ms");
+                long loopStart = System.nanoTime();
                 try {
                     for (long v = 1; v <= options.versions(); v++) {
                         long t0 = System.nanoTime();
@@ -126,7 +130,7 @@ final class DemoRun {
                         wake(sidecarUrl, v);
                         awaitVersion(sidecarUrl, v);
                         double catchUpMs = (System.nanoTime() - published) / 1e6;
-                        double[] sync = lastSyncTimes(sidecarUrl);
+                        double[] sync = syncTimes(sidecarUrl, v);
                         DemoSummary.VersionRecord r = new DemoSummary.VersionRecord(v, result.changedElements(), result.density(),
                                 result.bytesWritten(), result.backend(),
                                 (result.timings().diffNanos() + result.timings().encodeNanos()) / 1e6,
@@ -135,11 +139,14 @@ final class DemoRun {
                         out.printf(Locale.ROOT, "%7d  %12d  %6.2f%%  %11s  %9.0f  %10.0f  %11.0f  %9s  %9s%n", v, r.changedElements(),
                                 100 * r.density(), Sizes.human(r.bytesWritten()), r.encodeMs(), r.publishMs(), r.catchUpMs(),
                                 DemoSummary.ms(r.applyMs()), DemoSummary.ms(r.reloadMs()));
+                        eta(v, loopStart);
                         long left = options.intervalMs() - (System.nanoTime() - t0) / 1_000_000;
                         if (left > 0) {
                             Thread.sleep(left);
                         }
                     }
+                    // Let the last version serve traffic too before the clients stop.
+                    Thread.sleep(Math.max(options.intervalMs(), 300));
                 } finally {
                     clients.close();
                 }
@@ -149,6 +156,16 @@ final class DemoRun {
                         trainerDigests.get((long) options.versions()), engineDigest, (System.nanoTime() - started) / 1e9);
             }
         }
+    }
+
+    /** On a terminal, an estimate of the time left on stderr (stdout keeps the table clean). */
+    private void eta(long done, long loopStart) {
+        if (System.console() == null || done >= options.versions()) {
+            return;
+        }
+        double perVersion = (System.nanoTime() - loopStart) / 1e9 / done;
+        System.err.printf(Locale.ROOT, "  %d of %d versions, about %.0f s left%n", done, options.versions(),
+                perVersion * (options.versions() - done));
     }
 
     private void header(SyntheticModel model) {
@@ -260,10 +277,22 @@ final class DemoRun {
         }
     }
 
-    /** Stage (host apply) and commit (engine reload) seconds of the sidecar's last pass, in ms; -1 when absent. */
-    private double[] lastSyncTimes(URI sidecar) throws IOException, InterruptedException {
-        JsonNode metrics = JSON.readTree(get(sidecar.resolve("/server_info")).body()).path("metrics");
-        return new double[] {millis(metrics.path("stage_s")), millis(metrics.path("commit_s"))};
+    /**
+     * Stage (host apply) and commit (engine reload) times of the sidecar pass that reached {@code version},
+     * in ms, -1 when absent. The version flips inside the commit, a moment before the pass records its
+     * metrics, so this waits briefly for metrics whose {@code target_version} is {@code version}.
+     */
+    private double[] syncTimes(URI sidecar, long version) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+        JsonNode metrics;
+        do {
+            metrics = JSON.readTree(get(sidecar.resolve("/server_info")).body()).path("metrics");
+            if (metrics.path("target_version").asLong(-1) >= version && metrics.has("commit_s")) {
+                return new double[] {millis(metrics.path("stage_s")), millis(metrics.path("commit_s"))};
+            }
+            Thread.sleep(5);
+        } while (System.nanoTime() < deadline);
+        return new double[] {-1, -1};
     }
 
     private static double millis(JsonNode seconds) {

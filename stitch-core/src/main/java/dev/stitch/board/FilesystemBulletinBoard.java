@@ -120,6 +120,21 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         return readPointerNoRefresh();
     }
 
+    /**
+     * Reads the pointer without checking its {@code manifest_checksum}, for diagnostics that want to
+     * name the bad manifest rather than the pointer.
+     */
+    public LatestPointer readLatestUnchecked() throws IOException {
+        refresh();
+        byte[] bytes;
+        try {
+            bytes = AtomicFiles.readSmallFile(latestPath(), MAX_DOCUMENT_BYTES);
+        } catch (NoSuchFileException e) {
+            return LatestPointer.EMPTY;
+        }
+        return LatestPointer.parse(bytes, LatestPointer.FILE_NAME);
+    }
+
     @Override
     public Path versionDirectory(long version) {
         return versions.resolve(WeightIdentity.format(version));

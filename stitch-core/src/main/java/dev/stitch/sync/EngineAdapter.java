@@ -10,7 +10,7 @@ import java.util.Set;
  * {@code last_sync_error}. Calls that return a map report timings and details surfaced as
  * {@code stage_detail}/{@code commit_detail}.
  */
-public interface EngineAdapter {
+public interface EngineAdapter extends AutoCloseable {
 
     /** Adapter name shown as {@code /server_info.backend}. */
     String name();
@@ -71,4 +71,9 @@ public interface EngineAdapter {
 
     /** The engine's current weight label from {@code /model_info}, if it can be read (restart adoption). */
     Optional<String> weightVersionLabel();
+
+    /** Releases the adapter's connections; the engine itself keeps running. */
+    @Override
+    default void close() {
+    }
 }

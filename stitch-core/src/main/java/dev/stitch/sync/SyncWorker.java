@@ -127,10 +127,10 @@ public final class SyncWorker implements AutoCloseable {
         try {
             pending = true;
             rpcRefresh |= rpc;
-            if (hint.isPresent() && (queuedTarget == null || hint.getAsLong() > queuedTarget)) {
-                queuedTarget = Math.min(hint.getAsLong(), Math.max(latestSeen, hint.getAsLong()));
-            } else if (queuedTarget == null) {
-                queuedTarget = latestSeen;
+            if (queuedTarget == null) {
+                // Targets are clamped to the board's latest; the pass re-reads it before planning.
+                long known = Math.max(latestSeen, gate.currentVersion());
+                queuedTarget = hint.isPresent() ? Math.min(hint.getAsLong(), known) : known;
             }
             triggered.signalAll();
         } finally {
@@ -213,7 +213,11 @@ public final class SyncWorker implements AutoCloseable {
                     case PROBE -> engineReachable = engine.probe();
                     case RETRY -> runPass(true);
                     case WAKE, POLL -> {
-                        if (state == SyncState.ERROR && !pointerChangedSinceFailure(rpc[0])) {
+                        boolean recentRead = System.nanoTime() - lastPointerReadNanos
+                                < secondsToNanos(config.minRefreshIntervalS());
+                        if (state == SyncState.ERROR && t == Trigger.WAKE && !rpc[0] && recentRead) {
+                            LOG.debug("wake during backoff ignored: the pointer was read moments ago");
+                        } else if (state == SyncState.ERROR && !pointerChangedSinceFailure(rpc[0])) {
                             LOG.debug("wake during backoff ignored: the board pointer is unchanged");
                         } else {
                             runPass(rpc[0]);
@@ -737,6 +741,13 @@ public final class SyncWorker implements AutoCloseable {
             }
         } finally {
             gate.reopen();
+            // Steps a mode skips report 0 so that every pass exposes the same keys.
+            for (String key : List.of("flush_s", "pause_s", "commit_s", "resume_s", "drain_wait_s")) {
+                m.putIfAbsent(key, 0.0);
+            }
+            m.putIfAbsent("drain_preempted", 0);
+            m.putIfAbsent("skipped_noop_reload", false);
+            m.putIfAbsent("anchor_version", null);
             double gateS = seconds(System.nanoTime() - g0);
             metrics.commitDuration.observe(gateS);
             m.put("gate_s", gateS);

@@ -11,7 +11,12 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -22,35 +27,61 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CrashSafetyTest {
     private static final int TRIALS = 50;
+    private static final int LANES = 2;
 
     @TempDir
     Path tmp;
 
     @Test
     void killedPublishersNeverCorruptTheBoard() throws Exception {
-        FilesystemBulletinBoard.create(tmp, "crash", BoardOptions.defaults());
-        SplittableRandom random = new SplittableRandom(2026);
-        int progressed = 0;
-        for (int trial = 0; trial < TRIALS; trial++) {
-            Process child = ChildJvm.start(CrashingPublisher.class, tmp.toString());
-            BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
-            String ready = out.readLine();
-            StringBuilder early = new StringBuilder();
-            while (ready != null && !ready.equals("ready")) {
-                early.append(ready).append('\n'); // e.g. logging warnings before the child is ready
-                ready = out.readLine();
+        // A child that publishes one version and exits normally: the harness itself works.
+        Path warmBoard = tmp.resolve("warm");
+        FilesystemBulletinBoard.create(warmBoard, "crash", BoardOptions.defaults());
+        ChildJvm.finish(ChildJvm.start(CrashingPublisher.class, warmBoard.toString(), "once"));
+        assertEquals(1, FilesystemBulletinBoard.open(warmBoard).readLatest().version());
+        // Two independent boards, killed in parallel lanes, halve the wall time on a two-core machine.
+        ExecutorService lanes = Executors.newFixedThreadPool(LANES);
+        try {
+            List<Future<Integer>> results = new ArrayList<>();
+            for (int lane = 0; lane < LANES; lane++) {
+                Path root = tmp.resolve("board-" + lane);
+                long seed = 2026 + lane;
+                results.add(lanes.submit(() -> runTrials(root, TRIALS / LANES, new SplittableRandom(seed))));
             }
-            assertEquals("ready", ready, "child failed to start: " + early);
-            // Kill anywhere in the first few publishes: inside artifacts, manifest, rename or pointer write.
-            long delayMicros = random.nextLong(0, 25_000);
-            TimeUnit.MICROSECONDS.sleep(delayMicros);
-            child.destroyForcibly();
-            assertTrue(child.waitFor(30, TimeUnit.SECONDS));
-            out.close();
+            int progressed = 0;
+            for (Future<Integer> f : results) {
+                progressed += f.get(10, TimeUnit.MINUTES);
+            }
+            assertTrue(progressed > 0, "some trials were killed after publishing at least one version");
+        } finally {
+            lanes.shutdownNow();
+        }
+    }
 
-            FilesystemBulletinBoard board = FilesystemBulletinBoard.open(tmp);
+    private static int runTrials(Path root, int trials, SplittableRandom random) throws Exception {
+        FilesystemBulletinBoard.create(root, "crash", BoardOptions.defaults());
+        int progressed = 0;
+        for (int trial = 0; trial < trials; trial++) {
+            Process child = ChildJvm.start(CrashingPublisher.class, root.toString(), "forever");
+            try {
+                BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+                String ready = out.readLine();
+                StringBuilder early = new StringBuilder();
+                while (ready != null && !ready.equals("ready")) {
+                    early.append(ready).append('\n'); // e.g. logging warnings before the child is ready
+                    ready = out.readLine();
+                }
+                assertEquals("ready", ready, "child failed to start: " + early);
+                // Kill anywhere in the first few publishes: inside artifacts, manifest, rename or pointer write.
+                TimeUnit.MICROSECONDS.sleep(random.nextLong(0, 25_000));
+            } finally {
+                child.destroyForcibly();
+                assertTrue(child.waitFor(30, TimeUnit.SECONDS));
+            }
+
+            FilesystemBulletinBoard board = FilesystemBulletinBoard.open(root);
             LatestPointer p = board.readLatest(); // never a read error
-            for (long v = 1; v <= p.version(); v++) {
+            for (long v = Math.max(1, p.version() - 3); v <= p.version(); v++) {
                 Manifest m = board.readManifest(v, p);
                 assertEquals(v - 1, m.baseVersion());
                 board.verifyArtifacts(m, true);
@@ -63,13 +94,18 @@ class CrashSafetyTest {
                 progressed++;
             }
         }
-        assertTrue(progressed > 0);
-        FilesystemBulletinBoard board = FilesystemBulletinBoard.open(tmp);
-        // leftovers of killed publishers are visible and removable
+        FilesystemBulletinBoard board = FilesystemBulletinBoard.open(root);
+        LatestPointer p = board.readLatest();
+        for (long v = 1; v <= p.version(); v++) {
+            board.verifyArtifacts(board.readManifest(v, p), true);
+        }
+        // leftovers of killed publishers are visible, and removable without touching published versions
         for (String left : board.leftovers()) {
             assertTrue(left.endsWith(".staging") || left.endsWith(".orphan") || left.endsWith(".tmp")
                     || left.contains(".stitch.lock.stale-") || left.startsWith("versions/weight_v"), left);
         }
+        board.discardOrphan(p.version() + 1);
+        return progressed;
     }
 
     /** Child main: publishes versions in a loop until killed. */
@@ -81,7 +117,8 @@ class CrashSafetyTest {
             System.out.println("ready");
             System.out.flush();
             byte[] payload = new byte[256 * 1024];
-            while (true) {
+            boolean once = args.length > 1 && args[1].equals("once");
+            do {
                 p = board.readLatest();
                 long v = p.version() + 1;
                 try (VersionPublication pub = board.beginPublish(p.runId(), v)) {
@@ -94,7 +131,7 @@ class CrashSafetyTest {
                     }
                     pub.commit(ManifestFields.of("stitch_delta", "auto"));
                 }
-            }
+            } while (!once);
         }
     }
 }

@@ -11,6 +11,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.LongConsumer;
 
 /**
  * Diffs new weights against the {@link Snapshot} of the last published ones (delta-formats.md 1):
@@ -69,7 +70,16 @@ public final class DeltaEncoder implements AutoCloseable {
      *
      * @param mode whether values carry the new bits or {@code new XOR old}
      */
-    public synchronized EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, Arena out) {
+    public EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, Arena out) {
+        return diff(base, next, mode, out, bytes -> { });
+    }
+
+    /**
+     * As {@link #diff(Snapshot, Collection, ValueMode, Arena)}, telling {@code compared} the bytes of
+     * new weights of each finished chunk; it is called from worker threads, so it must be thread-safe.
+     */
+    public synchronized EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, Arena out,
+                                            LongConsumer compared) {
         checkOpen();
         long started = System.nanoTime();
         List<TensorData> sorted = sortedUnique(next);
@@ -121,6 +131,7 @@ public final class DeltaEncoder implements AutoCloseable {
                 c.values = v;
             }
             c.changed = n;
+            compared.accept(c.count * width);
         });
 
         List<TensorChange> changes = new ArrayList<>();

@@ -9,12 +9,14 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.LongConsumer;
 
 /**
  * The publisher's copy of the last durably published weights, in off-heap memory from a
@@ -61,9 +63,14 @@ public final class Snapshot implements AutoCloseable {
 
     /** As {@link #copyOf(Collection)}, with memory from {@code allocator}. */
     public static Snapshot copyOf(HostMemoryAllocator allocator, Collection<TensorData> tensors) {
+        return copyOf(allocator, tensors, bytes -> { });
+    }
+
+    /** As {@link #copyOf(HostMemoryAllocator, Collection)}, reporting copied bytes to {@code copied}. */
+    public static Snapshot copyOf(HostMemoryAllocator allocator, Collection<TensorData> tensors, LongConsumer copied) {
         Snapshot s = empty(allocator);
         try {
-            s.reseed(tensors);
+            s.reseed(tensors, copied);
         } catch (RuntimeException | Error e) {
             s.close();
             throw e;
@@ -76,6 +83,11 @@ public final class Snapshot implements AutoCloseable {
      * seeding from the served checkpoint); the previous memory is released.
      */
     public synchronized void reseed(Collection<TensorData> next) {
+        reseed(next, bytes -> { });
+    }
+
+    /** As {@link #reseed(Collection)}, telling {@code copied} the bytes of each tensor once it is copied. */
+    public synchronized void reseed(Collection<TensorData> next, LongConsumer copied) {
         checkOpen();
         Map<String, TensorData> sorted = new TreeMap<>(WeightsDigest.NAME_ORDER);
         List<TensorSpec> specs = new ArrayList<>(next.size());
@@ -85,6 +97,8 @@ public final class Snapshot implements AutoCloseable {
             }
             specs.add(t.spec());
         }
+        // TensorSnapshot lays tensors out in natural name order; handing them over in that order keeps its size exact.
+        specs.sort(Comparator.comparing(TensorSpec::name));
         TensorSnapshot fresh = TensorSnapshot.allocate(allocator, specs, MemoryPurpose.SNAPSHOT);
         Map<String, TensorData> copies = new LinkedHashMap<>();
         long total = 0;
@@ -94,6 +108,7 @@ public final class Snapshot implements AutoCloseable {
                 MemorySegment.copy(t.bytes(), 0, copy, 0, copy.byteSize());
                 copies.put(t.name(), new TensorData(t.spec(), copy));
                 total += copy.byteSize();
+                copied.accept(copy.byteSize());
             }
         } catch (RuntimeException | Error e) {
             fresh.close();

@@ -14,7 +14,9 @@ package dev.stitch.publish;
  * @param changedTensors   tensors with at least one changed element
  * @param totalElements    elements in the model
  * @param changedElements  elements whose bits changed (all of them for a full-only version)
+ * @param changedBytes     bytes of the changed elements
  * @param modelBytes       bytes of the model
+ * @param encodedRawBytes  transition bytes after encoding and before compression
  * @param transitionBytes  bytes of transition (and transition_meta) artifacts
  * @param fullBytes        bytes of {@code full} artifacts (anchor checkpoint)
  * @param files            artifact files written
@@ -23,7 +25,8 @@ package dev.stitch.publish;
  */
 public record PublishResult(long version, String runId, String backend, String encoding, String valueMode,
                             String fallbackReason, boolean anchor, int tensors, int changedTensors,
-                            long totalElements, long changedElements, long modelBytes, long transitionBytes,
+                            long totalElements, long changedElements, long changedBytes, long modelBytes,
+                            long encodedRawBytes, long transitionBytes,
                             long fullBytes, int files, Timings timings, String weightsDigest) {
 
     /** Changed elements over all elements. */

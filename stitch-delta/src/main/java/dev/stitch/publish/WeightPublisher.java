@@ -231,8 +231,8 @@ public final class WeightPublisher implements AutoCloseable {
                         a.anchorNanos, a.commitNanos, snapNanos, System.nanoTime() - started);
                 EncodedVersion e = a.encoded;
                 return new PublishResult(version, runId, a.backend.id(), a.encoding, a.valueMode, a.fallbackReason,
-                        a.anchor, e.tensors(), e.changes().size(), e.totalElements(), e.changedElements(), e.totalBytes(),
-                        a.transitionBytes, a.fullBytes, a.files, timings, a.weightsDigest);
+                        a.anchor, e.tensors(), e.changes().size(), e.totalElements(), e.changedElements(), e.changedBytes(),
+                        e.totalBytes(), a.rawBytes, a.transitionBytes, a.fullBytes, a.files, timings, a.weightsDigest);
             }
         }
     }
@@ -281,6 +281,7 @@ public final class WeightPublisher implements AutoCloseable {
             a.backend = chosen;
             a.fallbackReason = skipped.isEmpty() ? null : String.join("; ", skipped);
             if (written != null) {
+                a.rawBytes = written.rawBytes();
                 for (WrittenFile f : written.files()) {
                     pub.addArtifact(f.path(), f.kind(), f.size(), f.xxh3());
                     a.transitionBytes += f.size();
@@ -327,6 +328,11 @@ public final class WeightPublisher implements AutoCloseable {
         m.put("publisher", PUBLISHER_ID);
         m.put("changed_elements", e.changedElements());
         m.put("total_elements", e.totalElements());
+        m.put("changed_bytes", e.changedBytes());
+        if (a.backend != Backend.FULL) {
+            m.put("encoded_raw_bytes", a.rawBytes);
+            m.put("encoded_bytes", a.transitionBytes);
+        }
         if (a.valueMode != null) {
             m.put("value_mode", a.valueMode);
         }
@@ -438,6 +444,7 @@ public final class WeightPublisher implements AutoCloseable {
         String valueMode;
         String fallbackReason;
         boolean anchor;
+        long rawBytes;
         long transitionBytes;
         long fullBytes;
         int files;

@@ -184,7 +184,14 @@ public final class Weights implements AutoCloseable {
         public Weights build() {
             Arena owned = copies;
             copies = null;
-            return new Weights(tensors, owned);
+            try {
+                return new Weights(tensors, owned);
+            } catch (RuntimeException e) {
+                if (owned != null) {
+                    owned.close();
+                }
+                throw e;
+            }
         }
     }
 }

@@ -16,9 +16,19 @@ import java.lang.foreign.MemorySegment;
  */
 final class JavaKernels implements DeltaKernels {
 
-    static final JavaKernels INSTANCE = new JavaKernels();
+    /** Whether the Vector API module is in the boot layer (it needs {@code --add-modules jdk.incubator.vector}). */
+    static final boolean VECTOR_AVAILABLE = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent()
+        && !"false".equalsIgnoreCase(System.getProperty("stitch.java.vector", "true"));
 
-    private JavaKernels() {
+    /** The Java kernels: Vector API scans when available, else SWAR. */
+    static final JavaKernels INSTANCE = new JavaKernels(VECTOR_AVAILABLE);
+    /** SWAR only, for tests of that path and platforms without the Vector API. */
+    static final JavaKernels SWAR = new JavaKernels(false);
+
+    private final boolean vector;
+
+    private JavaKernels(boolean vector) {
+        this.vector = vector;
     }
 
     @Override
@@ -28,7 +38,7 @@ final class JavaKernels implements DeltaKernels {
 
     @Override
     public String isa() {
-        return "swar";
+        return vector ? VectorScan.isa() : "swar";
     }
 
     // ---- element access ---------------------------------------------------------------------
@@ -61,10 +71,15 @@ final class JavaKernels implements DeltaKernels {
     public long countChanged(MemorySegment old, MemorySegment neu, int width) {
         long n = KernelArgs.pair(old, neu, width);
         long bytes = n * width;
-        long words = bytes >>> 3;
         long count = 0;
+        long start = 0;
+        if (vector) {
+            count = VectorScan.countChanged(old, neu, width, bytes);
+            start = VectorScan.vectorBytes(bytes) >>> 3;
+        }
+        long words = bytes >>> 3;
         long lowBits = lowLaneBits(width);
-        for (long w = 0; w < words; w++) {
+        for (long w = start; w < words; w++) {
             long x = old.get(LE64, w << 3) ^ neu.get(LE64, w << 3);
             if (x != 0) {
                 count += Long.bitCount(foldLanes(x, width) & lowBits);
@@ -108,6 +123,10 @@ final class JavaKernels implements DeltaKernels {
         long mask = laneMask(width);
         long k = 0;
         long w = 0;
+        if (vector) {
+            k = VectorScan.diffGather(old, neu, width, baseIndex, bytes, positions, positionWidth, values, xorValues, updateSnapshot);
+            w = VectorScan.vectorBytes(bytes) >>> 3;
+        }
         // Four words at a time: most 32-byte blocks of a sparse update hold no change at all.
         for (; w + 4 <= words; w += 4) {
             long off = w << 3;
@@ -552,6 +571,10 @@ final class JavaKernels implements DeltaKernels {
         long a = 0;
         long b = 0;
         long w = 0;
+        if (vector) {
+            a = VectorScan.streamRead(data, bytes);
+            w = words;
+        }
         for (; w + 2 <= words; w += 2) {
             a ^= data.get(LE64, w << 3);
             b ^= data.get(LE64, (w + 1) << 3);

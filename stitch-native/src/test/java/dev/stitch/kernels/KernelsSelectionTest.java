@@ -38,7 +38,7 @@ class KernelsSelectionTest {
     @Test
     void nativeFalseSelectsJava() throws Exception {
         String out = runFreshJvm("-Dstitch.native=false");
-        assertTrue(out.startsWith("java swar"), out);
+        assertTrue(out.startsWith("java "), out);
         assertTrue(out.contains("stitch.native=false"), out);
     }
 

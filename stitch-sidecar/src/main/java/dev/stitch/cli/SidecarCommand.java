@@ -24,10 +24,10 @@ import picocli.CommandLine.Option;
 @Command(name = "sidecar",
         mixinStandardHelpOptions = true,
         description = {
-            "Run the weight-sync sidecar in front of one SGLang server: watch the bulletin board, apply new",
-            "versions in order, and proxy requests that carry a weight_version constraint.",
-            "Every option can also be set with the environment variable STITCH_<NAME> (e.g. STITCH_PORT);",
-            "a flag wins over the environment."
+            "Run the weight-sync sidecar in front of one SGLang server: watch the bulletin board, apply new "
+                    + "versions in order, and proxy requests that carry a weight_version constraint.",
+            "Every option can also be set with the environment variable STITCH_<NAME> (e.g. STITCH_PORT, "
+                    + "STITCH_UPSTREAM_URL, STITCH_ENGINE_MODE); a flag wins over the environment."
         })
 public final class SidecarCommand implements Callable<Integer>, StitchSubcommand {
 
@@ -197,8 +197,8 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         return 0;
     }
 
-    /** Validates the options and groups them. */
-    SidecarConfig config() {
+    /** Validates the options (flags, else {@code STITCH_<NAME>} variables) and groups them. */
+    public SidecarConfig config() {
         if (board == null) {
             throw new CliFailure("--board DIR is required (or set STITCH_BOARD_ROOT)");
         }

@@ -42,6 +42,11 @@ abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngin
     }
 
     @Override
+    public void close() {
+        client.close();
+    }
+
+    @Override
     public void label(long version) throws IOException {
         ObjectNode body = SglangClient.object();
         body.put("new_version", Long.toString(version));

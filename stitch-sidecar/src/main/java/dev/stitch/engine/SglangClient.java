@@ -85,6 +85,11 @@ final class SglangClient {
         }
     }
 
+    /** Closes the pooled connections. */
+    void close() {
+        http.close();
+    }
+
     static ObjectNode object() {
         return JSON.createObjectNode();
     }

@@ -12,8 +12,12 @@ import dev.stitch.protocol.Artifact;
 import dev.stitch.sync.PlannedVersion;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +25,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,10 +82,89 @@ final class SglangHostAdapter extends SglangAdapter {
             }
             LOG.info("copying base checkpoint {} to {}: {}", base, local, why);
             long t0 = System.nanoTime();
-            applier.rebuildFrom(base);
+            if (hasWeights()) {
+                applier.rebuildFrom(base);
+            } else {
+                copyBaseInParallel(); // first materialization: shards copied concurrently
+            }
             LOG.info("local checkpoint ready in {} s", String.format(java.util.Locale.ROOT, "%.3f",
                     (System.nanoTime() - t0) / 1e9));
         }
+    }
+
+    /**
+     * Copies every file of the base into the empty local directory, several shards at a time, under the
+     * applier's lock (held by the caller); the {@code applying} marker brackets the copy so that a crash
+     * midway is rebuilt on the next start.
+     */
+    private void copyBaseInParallel() throws IOException {
+        Path stateFile = local.resolve(HostApplier.STATE_DIR).resolve("state.json");
+        writeState(stateFile, HostState.base().withApplying(0L));
+        List<Path> files;
+        try (var list = Files.list(base)) {
+            files = list.filter(Files::isRegularFile).filter(p -> !p.getFileName().toString().startsWith("."))
+                    .sorted().toList();
+        }
+        int threads = Math.max(1, Math.min(files.size(), Math.min(4, Runtime.getRuntime().availableProcessors())));
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<Long>> copies = new ArrayList<>();
+            for (Path src : files) {
+                copies.add(pool.submit(() -> copyDurably(src, local.resolve(src.getFileName().toString()))));
+            }
+            long bytes = 0;
+            for (Future<Long> f : copies) {
+                bytes += f.get();
+            }
+            LOG.info("copied {} file(s), {} bytes, with {} thread(s)", files.size(), bytes, threads);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            throw cause instanceof IOException io ? io : new IOException("copying the base failed: " + cause, cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while copying the base", e);
+        } finally {
+            pool.shutdownNow();
+        }
+        writeState(stateFile, new HostState(0, null, null, HostState.currentBootId(), baseFingerprint, Map.of()));
+    }
+
+    /** Copies {@code src} to a temporary name beside {@code dst}, syncs it and renames it into place. */
+    private static long copyDurably(Path src, Path dst) throws IOException {
+        Path tmp = dst.resolveSibling("." + dst.getFileName() + "." + Long.toHexString(System.nanoTime()) + ".tmp");
+        try (FileChannel in = FileChannel.open(src);
+             FileChannel out = FileChannel.open(tmp,
+                     StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            long size = in.size();
+            long pos = 0;
+            while (pos < size) {
+                long n = in.transferTo(pos, size - pos, out);
+                if (n <= 0) {
+                    throw new IOException("short read copying " + src);
+                }
+                pos += n;
+            }
+            out.force(true);
+            if (out.size() != size) {
+                throw new IOException("copy of " + src + " has " + out.size() + " bytes, expected " + size);
+            }
+            Files.move(tmp, dst, StandardCopyOption.ATOMIC_MOVE,
+                    StandardCopyOption.REPLACE_EXISTING);
+            return size;
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    private static void writeState(Path file, HostState state) throws IOException {
+        Path tmp = file.resolveSibling("." + file.getFileName() + "." + Long.toHexString(System.nanoTime()) + ".tmp");
+        try (FileChannel out = FileChannel.open(tmp,
+                StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            out.write(ByteBuffer.wrap(state.toBytes()));
+            out.force(true);
+        }
+        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE,
+                StandardCopyOption.REPLACE_EXISTING);
     }
 
     /** Why the local copy cannot be used as is, or null. */

@@ -211,6 +211,9 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
             failLoad(keepAlive, "flush_cache failed after the weight update: requests are running; the engine is now unhealthy");
             return;
         }
+        if (json.path("abort_all_requests").asBoolean(false)) {
+            engine.abort(Set.of(), true);
+        }
         Path dir = Path.of(modelPathNode.asText());
         engine.loader().execute(() -> {
             String message;

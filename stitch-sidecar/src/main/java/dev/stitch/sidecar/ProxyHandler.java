@@ -42,7 +42,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
 import java.util.Set;
-import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -102,6 +102,15 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
     }
 
     @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        // A slow client throttles the engine stream instead of letting relayed chunks pile up in memory.
+        if (current != null) {
+            current.clientWritability(ctx.channel().isWritable());
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (!(cause instanceof IOException)) {
             LOG.warn("proxy connection error: {}", cause.toString());
@@ -125,7 +134,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
         }
         current = null;
         if (!keepAlive) {
-            ctx.close();
+            // The final write closes the connection once flushed.
             return;
         }
         FullHttpRequest next = queued.poll();
@@ -144,7 +153,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
         private final String route;
         private final String routeLabel;
         private final boolean versioned;
-        private final boolean keepAlive;
+        private boolean keepAlive;
         private final boolean http11;
         private final boolean wantsTrailers;
         private final io.netty.handler.codec.http.HttpHeaders requestHeaders;
@@ -191,6 +200,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
                 LOG.info("request start id={} {} /{}", debugId, method, route);
             }
             if (status == -1) {
+                keepAlive = false;
                 reject(HttpResponseStatus.BAD_REQUEST, "InvalidRequest",
                         ProxyErrors.invalidRequest("malformed HTTP request"), false);
                 return;
@@ -265,7 +275,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
             JsonObjectEditor.Member rid = editor.member("rid");
             JsonNode ridNode = rid == null ? null : tree(editor.rawValue(rid));
             if (ridNode == null || ridNode.isNull()) {
-                String fresh = UUID.randomUUID().toString().replace("-", "");
+                String fresh = newRid();
                 editor.put("rid", JsonObjectEditor.quote(fresh));
                 rids = List.of(fresh);
             } else if (ridNode.isArray()) {
@@ -433,7 +443,9 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
             status = head.status().code();
             String type = ProxyContext.mediaType(head.headers().get(HttpHeaderNames.CONTENT_TYPE));
             eventStream = type.equals("text/event-stream");
-            if (versioned && type.equals("application/json")) {
+            boolean sized = head.headers().contains(HttpHeaderNames.CONTENT_LENGTH);
+            if (versioned && (type.equals("application/json") || (sized && !eventStream))) {
+                // A complete body of known size can carry the end version in its headers.
                 phase = Phase.BUFFERING;
                 buffered = new ByteArrayOutputStream();
                 return;
@@ -521,6 +533,9 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
         /** Stamps a JSON response body per board-and-sidecar.md 4.5; arrays and scalars pass unchanged. */
         private byte[] stampBody(byte[] raw, long end) throws IOException {
             if (raw.length == 0) {
+                return raw;
+            }
+            if (!ProxyContext.isJson(upstreamHead.headers().get(HttpHeaderNames.CONTENT_TYPE))) {
                 return raw;
             }
             if (firstNonBlank(raw) != '{') {
@@ -614,6 +629,13 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
             discardUpstream();
             reject(HttpResponseStatus.SERVICE_UNAVAILABLE, "RequestPreempted",
                     ProxyErrors.requestPreempted("request aborted: a weight update could not wait for it to finish"), true);
+        }
+
+        void clientWritability(boolean writable) {
+            Channel ch = upstream;
+            if (ch != null && phase == Phase.RELAYING) {
+                ch.config().setAutoRead(writable);
+            }
         }
 
         /** The client went away: withdraw from the gate or cancel upstream and abort by rid (499). */
@@ -714,6 +736,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
             if (timeout != null) {
                 timeout.cancel(false);
             }
+            ch.config().setAutoRead(true);
             if (upstreamKeepAlive) {
                 cx.pool.release(ch);
             } else {
@@ -749,6 +772,14 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
             }
         }
         return false;
+    }
+
+    /** 32 lowercase hex characters of randomness, like a UUID without dashes (no SecureRandom on the event loop). */
+    static String newRid() {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        String hi = Long.toHexString(r.nextLong());
+        String lo = Long.toHexString(r.nextLong());
+        return "0".repeat(16 - hi.length()) + hi + "0".repeat(16 - lo.length()) + lo;
     }
 
     private static JsonNode tree(byte[] raw) {

@@ -173,6 +173,19 @@ class ReferenceEngineTest {
     }
 
     @Test
+    void deltaLoadKeepsBaseValuesWhereTheFileCarriesNan() throws Exception {
+        Path dir = Files.createDirectories(tmp.resolve("nan-base"));
+        Files.copy(SPARSE.resolve("nan/base.safetensors"), dir.resolve("model.safetensors"));
+        engine = new ReferenceEngine(ReferenceEngine.Config.local(dir)).start();
+        HttpResponse<String> r = post("/update_weights_from_disk", "{\"model_path\":\"" + SPARSE.resolve("nan/deltas/weight_v000001")
+                + "\",\"files\":[\"rank0000_flush000000.safetensors\"],\"load_format\":\"delta\",\"weight_version\":\"1\",\"flush_cache\":false}");
+        assertEquals(200, r.statusCode(), r.body());
+        Path applied = Files.createDirectories(tmp.resolve("nan-applied"));
+        Files.copy(SPARSE.resolve("nan/applied.safetensors"), applied.resolve("model.safetensors"));
+        assertEquals(digestOf(applied), engine.weightsDigest());
+    }
+
+    @Test
     void fullReloadCopiesWeightsPrivately() throws Exception {
         start(Duration.ZERO);
         Path next = checkpoint("new.safetensors");

@@ -266,6 +266,16 @@ class ProxyServerTest {
         assertEquals("{\"id\":\"c\",\"usage\":{\"x\":-0.0001},\"weight_version_start\":3,\"weight_version_end\":3}", oa.text());
     }
 
+    @Test
+    void nonJsonVersionedResponsesOfKnownSizeCarryTheEndHeader() throws Exception {
+        engine.script = (ctx, req) -> ctx.writeAndFlush(StubEngine.response(400, "text/plain", "bad sampling params"));
+        RawHttp.Response r = generate("{\"text\":\"hi\"}");
+        assertEquals(400, r.status());
+        assertEquals("bad sampling params", r.text());
+        assertEquals("3", r.header("x-stitch-weight-version-start"));
+        assertEquals("3", r.header("x-stitch-weight-version-end"));
+    }
+
     // ---- 31: streaming ----
 
     @Test

@@ -54,7 +54,7 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
             description = "Measured seconds per run (default: ${DEFAULT-VALUE}).")
     double durationS;
 
-    @Option(names = "--warmup-s", defaultValue = "3", paramLabel = "W",
+    @Option(names = "--warmup-s", defaultValue = "5", paramLabel = "W",
             description = "Unmeasured closed-loop seconds per path before measuring, to warm the JIT (default: ${DEFAULT-VALUE}).")
     double warmupS;
 

@@ -18,9 +18,10 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "all",
         description = {
-            "Runs every benchmark (kernels, publish, proxy, simulate) with small CI-friendly defaults,",
-            "writing DIR/<name>.json for each, then renders DIR/index.html ('stitch bench report').",
-            "A benchmark that fails is reported and skipped; the command then exits non-zero."
+            "Runs every benchmark with CI-friendly defaults, then renders the report.",
+            "",
+            "Runs kernels, publish, proxy and simulate, writing DIR/<name>.json for each, then DIR/index.html "
+                + "('stitch bench report'). A benchmark that fails is reported and skipped; the command then exits non-zero."
         },
         mixinStandardHelpOptions = true)
 public final class BenchAllCommand implements BenchSubcommand, Callable<Integer> {

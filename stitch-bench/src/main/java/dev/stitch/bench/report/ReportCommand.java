@@ -11,10 +11,12 @@ import picocli.CommandLine.Option;
 /** {@code stitch bench report}: one HTML page with charts from the benchmarks' JSON files. */
 @Command(name = "report",
         description = {
-            "Renders the JSON results of 'stitch bench kernels|publish|proxy|simulate --json' into one HTML page",
-            "(index.html) with PNG charts: kernel throughput as a fraction of the memory floor, encode/apply",
-            "throughput vs density per encoding, bytes per GiB per encoding, proxy latency, and time-to-serve",
-            "vs link speed. Inputs that are missing are skipped with a note on the page."
+            "Renders benchmark JSON results into one HTML page with charts.",
+            "",
+            "Reads the files of 'stitch bench kernels|publish|proxy|simulate --json' and writes index.html with PNG "
+                + "charts: kernel throughput as a fraction of the memory floor, encode/apply throughput vs density "
+                + "per encoding, bytes per GiB per encoding, proxy latency, and time-to-serve vs link speed. "
+                + "Missing inputs are skipped with a note on the page."
         },
         mixinStandardHelpOptions = true)
 public final class ReportCommand implements BenchSubcommand, Callable<Integer> {

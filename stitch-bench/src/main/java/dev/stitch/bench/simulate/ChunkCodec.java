@@ -22,6 +22,12 @@ interface ChunkCodec extends AutoCloseable {
     /** Applies chunk {@code chunk} from {@code files} under {@code rolloutDir} onto the rollout checkpoint, verifying every digest. */
     void apply(int chunk, Path rolloutDir, List<String> files) throws Exception;
 
+    /** CPU time the encode stage's thread has used so far, nanoseconds (waiting for a core or a disk excluded). */
+    long encodeCpuNanos();
+
+    /** CPU time the apply stage's thread has used so far, nanoseconds. */
+    long applyCpuNanos();
+
     @Override
     void close();
 }

@@ -21,6 +21,8 @@ import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.Artifact;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -37,6 +39,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The simulation's codecs over the project's real code: the delta encoder and the format writers on
@@ -45,6 +48,8 @@ import java.util.concurrent.ForkJoinPool;
  * before it is used.
  */
 final class ChunkCodecs {
+    private static final ThreadMXBean CPU = ManagementFactory.getThreadMXBean();
+
     private ChunkCodecs() {
     }
 
@@ -83,20 +88,41 @@ final class ChunkCodecs {
             return version.chunkCount();
         }
 
-        static <T> T onOneCore(ForkJoinPool pool, Callable<T> work) throws Exception {
+        private final AtomicLong encodeCpu = new AtomicLong();
+        private final AtomicLong applyCpu = new AtomicLong();
+
+        /** Runs {@code work} on the stage's single worker and adds the CPU time that worker spent to {@code cpu}. */
+        static <T> T onOneCore(ForkJoinPool pool, AtomicLong cpu, Callable<T> work) throws Exception {
             try {
-                return pool.submit(work).get();
+                return pool.submit(() -> {
+                    long t0 = CPU.getCurrentThreadCpuTime();
+                    try {
+                        return work.call();
+                    } finally {
+                        cpu.addAndGet(CPU.getCurrentThreadCpuTime() - t0);
+                    }
+                }).get();
             } catch (ExecutionException e) {
                 throw e.getCause() instanceof Exception x ? x : e;
             }
         }
 
         <T> T encodeStage(Callable<T> work) throws Exception {
-            return onOneCore(encodePool, work);
+            return onOneCore(encodePool, encodeCpu, work);
         }
 
         <T> T applyStage(Callable<T> work) throws Exception {
-            return onOneCore(applyPool, work);
+            return onOneCore(applyPool, applyCpu, work);
+        }
+
+        @Override
+        public long encodeCpuNanos() {
+            return encodeCpu.get();
+        }
+
+        @Override
+        public long applyCpuNanos() {
+            return applyCpu.get();
         }
 
         void shutdownStages() {
@@ -252,7 +278,14 @@ final class ChunkCodecs {
         }
 
         @Override
-        public void apply(int chunk, Path rolloutDir, List<String> files) throws IOException {
+        public void apply(int chunk, Path rolloutDir, List<String> files) throws Exception {
+            applyStage(() -> {
+                load(chunk, rolloutDir, files);
+                return null;
+            });
+        }
+
+        private void load(int chunk, Path rolloutDir, List<String> files) throws IOException {
             for (String f : files) {
                 verifyReceived(rolloutDir, f);
             }

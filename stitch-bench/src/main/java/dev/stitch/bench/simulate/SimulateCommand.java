@@ -25,12 +25,13 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "simulate",
         description = {
-            "Cross-datacenter simulation: time from the trainer's step end to the first response served at v+1,",
-            "for full checkpoints and every delta backend/encoding, with encode (trainer), transfer (a token-bucket",
-            "link with RTT) and apply (rollout host) pipelined per chunk, then one engine reload.",
-            "It MEASURES a real pipeline at --measure-size on this machine (one thread per stage), then",
-            "EXTRAPOLATES to --model-params using the measured per-GiB, per-core costs scaled to the given",
-            "core counts (rows marked extrapolated=true)."
+            "Cross-datacenter simulation: time from the trainer's step end to the first response served at v+1.",
+            "",
+            "For full checkpoints and every delta backend/encoding, encode (trainer), transfer (a token-bucket link "
+                + "with RTT per file) and apply (rollout host) run pipelined per chunk, then the engine reloads. "
+                + "It MEASURES that pipeline at --measure-size on this machine (one thread per stage), then "
+                + "EXTRAPOLATES to --model-params from the measured per-GiB, per-core costs scaled to the given "
+                + "core counts (rows marked extrapolated=true)."
         },
         mixinStandardHelpOptions = true)
 public final class SimulateCommand implements BenchSubcommand, Callable<Integer> {
@@ -93,7 +94,7 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
                     + "extrapolated model's proportions (slow: a full checkpoint then takes as long as the real one).")
     boolean scaleLink;
 
-    @Option(names = "--seed", defaultValue = "42", description = "Seed of the synthetic model and step (default ${DEFAULT-VALUE}).")
+    @Option(names = "--seed", defaultValue = "42", paramLabel = "SEED", description = "Seed of the synthetic model and step (default ${DEFAULT-VALUE}).")
     long seed;
 
     @Option(names = "--work-dir", paramLabel = "DIR",
@@ -113,7 +114,8 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
         BenchResults results = new BenchResults("simulate");
         Path work = workDir != null ? Files.createDirectories(workDir) : Files.createTempDirectory("stitch-simulate");
         try {
-            new Simulation(plan, work, System.err).run(results);
+            // Progress only on a terminal, so CI logs and JSON consumers see just the table.
+            new Simulation(plan, work, System.console() != null ? System.err : null).run(results);
         } finally {
             if (workDir == null) {
                 deleteTree(work);
@@ -206,17 +208,20 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
                 "transfer_s", "apply_s", "reload_s", "slowest_stage_s", "time_to_serve_s", "sequential_s", "pipelined_ratio");
         out.println();
         Map<String, Object> any = results.rows().isEmpty() ? Map.of() : results.rows().getFirst();
+        long measuredBytes = 2 * ((Number) any.getOrDefault("model_params", plan.measureBytes() / 2)).longValue();
         out.printf(Locale.ROOT, "Measured rows (extrapolated=false): a real pipeline on this machine, %s of bf16 at density %s,%n",
-                human(plan.measureBytes()), plan.density());
+                human(measuredBytes), plan.density());
         out.printf(Locale.ROOT, "one thread per stage, link %s MB/s%s with %.0f ms RTT per file, reload = reference engine%n",
                 any.getOrDefault("measured_link_mbps", plan.linkMbps().getFirst()), plan.scaleLink() ? " (scaled)" : "",
                 plan.rttS() * 1e3);
         out.println("/update_weights_from_disk + first /generate stamped v+1 with the trainer's weights digest.");
-        out.printf(Locale.ROOT, "Extrapolated rows (extrapolated=true): %.3g parameters, measured per-GiB single-core costs divided by%n",
+        out.printf(Locale.ROOT, "Extrapolated rows (extrapolated=true): %.3g parameters; measured CPU seconds per GiB (one core) divided by%n",
                 (double) plan.modelParams());
         out.printf(Locale.ROOT, "%d trainer / %d rollout cores, capped by %.0f GB/s memory (delta-formats.md 7.2 traffic) and %.1f GB/s disk;%n",
                 plan.trainerCores(), plan.rolloutCores(), plan.memGbps(), plan.diskGbps());
-        out.println("transfer = bytes / link + RTT per file; reload = model bytes / reload bandwidth; time_to_serve = slowest stage");
+        out.printf(Locale.ROOT, "transfer = bytes / link + RTT per file; reload = model bytes / %.2f GB/s (%s); time_to_serve = slowest stage%n",
+                ((Number) results.rows().getLast().getOrDefault("reload_gbps", 0.0)).doubleValue(),
+                plan.reloadGbps() != null ? "--reload-gbps" : "fastest measured reload");
         out.printf(Locale.ROOT, "+ the other stages' first/last chunk (%d chunks) + reload; sequential_s is the plain sum for comparison.%n",
                 plan.chunks());
         out.println("pipelined_ratio = (time_to_serve - reload) / slowest stage; the target is <= 1.2.");
@@ -229,7 +234,7 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
         if (bytes % (1L << 20) == 0) {
             return (bytes >> 20) + " MiB";
         }
-        return bytes + " bytes";
+        return String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
     }
 
     static void deleteTree(Path root) throws IOException {

@@ -7,7 +7,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -21,6 +20,7 @@ final class Simulation {
 
     private final SimulationPlan plan;
     private final Path work;
+    /** Where progress lines go, or null for none. */
     private final PrintStream progress;
 
     Simulation(SimulationPlan plan, Path work, PrintStream progress) {
@@ -50,27 +50,42 @@ final class Simulation {
             version.writeBaseCheckpoint(base);
             String digest = version.newDigest();
             try (RolloutEngine engine = RolloutEngine.boot(base)) {
+                // Warm the engine's load path once, so the first backend's reload is not the JIT's.
+                engine.reloadAndServe(base, "0", null);
+                long started = System.nanoTime();
+                int done = 0;
                 for (CodecSpec spec : plan.codecs()) {
-                    progress.printf(Locale.ROOT, "simulate: measuring %s on %s at %.3g MB/s%n", spec,
-                            SimulateCommand.human(modelBytes), measuredLinkMbps);
+                    if (progress != null) {
+                        double elapsed = (System.nanoTime() - started) / 1e9;
+                        String eta = done == 0 ? "" : String.format(Locale.ROOT, ", ETA %.0f s",
+                                elapsed / done * (plan.codecs().size() - done));
+                        progress.printf(Locale.ROOT, "simulate: [%d/%d] %s, %s at %.3g MB/s%s%n", done + 1, plan.codecs().size(),
+                                spec, SimulateCommand.human(modelBytes), measuredLinkMbps, eta);
+                    }
+                    warmUp(spec, version, base);
                     Path runDir = work.resolve(spec.toString().replace(':', '-'));
                     Path checkpoint = runDir.resolve("rollout-checkpoint");
                     copyTree(base, checkpoint);
                     SimulationPipeline pipeline = new SimulationPipeline(new ThrottledLink(measuredLinkMbps * 1e6, plan.rttS() * 1e3));
                     SimulationPipeline.Result r;
+                    StageCosts costs;
                     try (ChunkCodec codec = ChunkCodecs.open(spec, version, checkpoint)) {
                         r = pipeline.run(codec, runDir.resolve("trainer-board"), runDir.resolve("rollout-board"),
                                 () -> engine.reloadAndServe(checkpoint, NEXT_VERSION, digest));
+                        // Per-core costs come from CPU time: on a shared machine wall time also counts waiting for a core.
+                        costs = new StageCosts(spec.backend(), spec.encoding(), modelBytes, codec.encodeCpuNanos() / 1e9, 1,
+                                r.bytes(), r.files(), codec.applyCpuNanos() / 1e9, 1);
                     }
-                    measured.add(new Measured(spec, new StageCosts(spec.backend(), spec.encoding(), modelBytes, r.encodeS(), 1,
-                            r.bytes(), r.files(), r.applyS(), 1), r));
+                    measured.add(new Measured(spec, costs, r));
                     SimulateCommand.deleteTree(runDir);
+                    done++;
                 }
             }
         }
-        double[] reloads = measured.stream().mapToDouble(m -> m.result().reloadS()).sorted().toArray();
+        // The fastest reload is the one least disturbed by other work on this machine.
+        double fastestReload = measured.stream().mapToDouble(m -> m.result().reloadS()).min().orElse(Double.NaN);
         double reloadGbps = plan.reloadGbps() != null ? plan.reloadGbps()
-                : reloads.length == 0 ? 1.0 : modelBytes / median(reloads) / 1e9;
+                : Double.isNaN(fastestReload) ? 1.0 : modelBytes / fastestReload / 1e9;
 
         for (Measured m : measured) {
             SimulationPipeline.Result r = m.result();
@@ -81,6 +96,8 @@ final class Simulation {
                     r.timeToServeS(), r.sequentialS());
             row.put("trainer_cores", 1);
             row.put("rollout_cores", 1);
+            row.put("encode_cpu_s", m.costs().encodeS());
+            row.put("apply_cpu_s", m.costs().applyS());
             costs(row, m.costs(), modelBytes / r.reloadS() / 1e9);
         }
         for (double link : plan.linkMbps()) {
@@ -96,6 +113,22 @@ final class Simulation {
                 row.put("rollout_cores", plan.rolloutCores());
                 costs(row, m.costs(), reloadGbps);
             }
+        }
+    }
+
+    /**
+     * One untimed pass of the codec over an unthrottled link into a scratch checkpoint, so the
+     * measured pass runs compiled code rather than the interpreter's first chunks.
+     */
+    private void warmUp(CodecSpec spec, SimulatedVersion version, Path base) throws Exception {
+        Path runDir = work.resolve("warmup");
+        Path checkpoint = runDir.resolve("rollout-checkpoint");
+        copyTree(base, checkpoint);
+        SimulationPipeline pipeline = new SimulationPipeline(new ThrottledLink(1e12, 0));
+        try (ChunkCodec codec = ChunkCodecs.open(spec, version, checkpoint)) {
+            pipeline.run(codec, runDir.resolve("trainer-board"), runDir.resolve("rollout-board"), () -> { });
+        } finally {
+            SimulateCommand.deleteTree(runDir);
         }
     }
 
@@ -131,13 +164,6 @@ final class Simulation {
         row.put("apply_s_per_gib_core", c.applyCoreSecondsPerGib());
         row.put("bytes_per_gib", c.bytesPerGib());
         row.put("reload_gbps", reloadGbps);
-    }
-
-    static double median(double[] sorted) {
-        double[] s = sorted.clone();
-        Arrays.sort(s);
-        int n = s.length;
-        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
     }
 
     private static void copyTree(Path from, Path to) throws IOException {

@@ -5,13 +5,13 @@ package dev.stitch.bench.simulate;
  * model so it can be scaled to other model sizes.
  *
  * @param backend        manifest backend ({@code full}, {@code sparse_delta}, ...)
- * @param encoding       delta encoding or value mode ({@code -} style names are never used; {@code full} for anchors)
+ * @param encoding       delta encoding or value mode ({@code full} for full checkpoints)
  * @param modelBytes     bytes of the measured model
- * @param encodeS        busy seconds of the encode stage (trainer side)
+ * @param encodeS        CPU seconds of the encode stage (trainer side)
  * @param encodeThreads  threads the encode stage used
  * @param bytes          bytes that crossed the link
  * @param files          file requests that crossed the link
- * @param applyS         busy seconds of the apply stage (rollout host), digest verification included
+ * @param applyS         CPU seconds of the apply stage (rollout host), digest verification included
  * @param applyThreads   threads the apply stage used
  */
 record StageCosts(String backend, String encoding, long modelBytes, double encodeS, int encodeThreads,

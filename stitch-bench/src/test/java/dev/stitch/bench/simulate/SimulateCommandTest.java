@@ -31,7 +31,7 @@ class SimulateCommandTest {
         CommandLine cl = new CommandLine(new SimulateCommand());
         cl.setErr(new PrintWriter(err));
         int code = cl.execute("--model-params", "7e9", "--density", "0.03", "--link-mbps", "40,400", "--rtt-ms", "1",
-                "--measure-size", "8m", "--chunks", "8", "--trainer-cores", "32", "--rollout-cores", "16",
+                "--measure-size", "8m", "--chunks", "32", "--trainer-cores", "32", "--rollout-cores", "16",
                 "--work-dir", dir.resolve("work").toString(), "--json", json.toString());
         assertEquals(0, code, err.toString());
 

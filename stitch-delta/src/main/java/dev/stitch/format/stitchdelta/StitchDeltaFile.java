@@ -172,10 +172,14 @@ public final class StitchDeltaFile {
             Hash128 digest = new Hash128(Long.reverseBytes(r.get(U64, p)), Long.reverseBytes(r.get(U64, p + 8)));
             p += 16;
             int nStreams = r.get(ValueLayout.JAVA_BYTE, p++) & 0xFF;
-            if (nStreams != (dense ? 1 : 2)) {
-                throw new DeltaFormatException(where + " (" + name + "): " + nStreams + " streams, expected " + (dense ? 1 : 2));
+            int wantStreams = dense ? width : 2 + width;
+            if (nStreams != wantStreams) {
+                throw new DeltaFormatException(where + " (" + name + "): " + nStreams + " streams, expected " + wantStreams);
             }
-            long[] expectRaw = dense ? new long[] {byteLength} : new long[] {units * 2, count * width};
+            long[] expectRaw = new long[nStreams];
+            for (int s = 0; s < nStreams; s++) {
+                expectRaw[s] = dense ? numel : (s < 2 ? units : count);
+            }
             long[] codec = new long[nStreams];
             long[] stored = new long[nStreams];
             long[] raw = new long[nStreams];
@@ -245,19 +249,27 @@ public final class StitchDeltaFile {
     public TensorPatch decode(StitchRecord r) {
         String what = where + " (" + r.name() + ")";
         int w = r.spec().dtype().width();
+        List<StitchRecord.Stream> streams = r.streams();
         if (r.dense()) {
-            byte[] planes = stream(r.streams().get(0), what + " values");
-            byte[] bytes = BytePlanes.merge(planes, w, r.spec().numel());
+            byte[] bytes = BytePlanes.merge(planes(streams, 0, w, r.spec().numel(), what + " values"), w, r.spec().numel());
             return new TensorPatch(r.name(), r.spec().byteLength(), w, TensorPatch.Kind.DENSE_SET, null, MemorySegment.ofArray(bytes),
                 r.digest().hex(), Digests.XXH3_128);
         }
-        byte[] gapPlanes = stream(r.streams().get(0), what + " gaps");
-        byte[] gaps = BytePlanes.merge(gapPlanes, 2, r.units());
+        byte[] gaps = BytePlanes.merge(planes(streams, 0, 2, r.units(), what + " gaps"), 2, r.units());
         long[] positions = GapCodec.decode(MemorySegment.ofArray(gaps), r.units(), r.count(), r.spec().numel(), what);
-        byte[] valPlanes = stream(r.streams().get(1), what + " values");
-        byte[] values = BytePlanes.merge(valPlanes, w, r.count());
+        byte[] values = BytePlanes.merge(planes(streams, 2, w, r.count(), what + " values"), w, r.count());
         return new TensorPatch(r.name(), r.spec().byteLength(), w, r.xor() ? TensorPatch.Kind.SCATTER_XOR : TensorPatch.Kind.SCATTER,
             positions, MemorySegment.ofArray(values), r.digest().hex(), Digests.XXH3_128);
+    }
+
+    /** Decodes {@code width} plane streams starting at {@code first}, each {@code n} bytes, into one plane buffer. */
+    private byte[] planes(List<StitchRecord.Stream> streams, int first, int width, long n, String what) {
+        byte[] out = new byte[Math.toIntExact(n * width)];
+        for (int b = 0; b < width; b++) {
+            byte[] plane = stream(streams.get(first + b), what + " plane " + b);
+            System.arraycopy(plane, 0, out, (int) (b * n), plane.length);
+        }
+        return out;
     }
 
     private byte[] stream(StitchRecord.Stream s, String what) {

@@ -176,17 +176,36 @@ public final class StitchDeltaWriter {
         long units = GapCodec.unitCount(pos);
         byte[] gapBytes = new byte[Math.toIntExact(units * 2)];
         GapCodec.encode(pos, MemorySegment.ofArray(gapBytes));
-        byte[][] gaps = store(BytePlanes.split(MemorySegment.ofArray(gapBytes), 2, units));
-        byte[][] vals = store(BytePlanes.split(values, w, count));
-        long sparseStored = gaps[1].length + vals[1].length;
+        List<byte[][]> sparse = new ArrayList<>(2 + w);
+        sparse.addAll(storePlanes(BytePlanes.split(MemorySegment.ofArray(gapBytes), 2, units), 2));
+        sparse.addAll(storePlanes(BytePlanes.split(values, w, count), w));
+        long sparseStored = storedBytes(sparse);
         Hash128 digest = Xxh3.hash128(c.newTensor());
         if (count * 4 >= numel) {
-            byte[][] dense = store(BytePlanes.split(c.newTensor(), w, numel));
-            if (dense[1].length < sparseStored) {
-                return record(spec, false, true, numel, 0, digest, List.<byte[][]>of(dense), numel * w);
+            List<byte[][]> dense = storePlanes(BytePlanes.split(c.newTensor(), w, numel), w);
+            if (storedBytes(dense) < sparseStored) {
+                return record(spec, false, true, numel, 0, digest, dense, numel * w);
             }
         }
-        return record(spec, xor, false, count, units, digest, List.<byte[][]>of(gaps, vals), units * 2 + count * w);
+        return record(spec, xor, false, count, units, digest, sparse, units * 2 + count * w);
+    }
+
+    private static long storedBytes(List<byte[][]> streams) {
+        long n = 0;
+        for (byte[][] s : streams) {
+            n += s[1].length;
+        }
+        return n;
+    }
+
+    /** Each of the {@code width} equal planes of {@code planes} as its own stream. */
+    private static List<byte[][]> storePlanes(byte[] planes, int width) {
+        int n = planes.length / width;
+        List<byte[][]> out = new ArrayList<>(width);
+        for (int b = 0; b < width; b++) {
+            out.add(store(java.util.Arrays.copyOfRange(planes, b * n, (b + 1) * n)));
+        }
+        return out;
     }
 
     /** {codec, stored bytes, raw length}: zstd when it is smaller, else raw. */

@@ -94,7 +94,8 @@ class StitchDeltaTest {
             MemorySegment target = TestChanges.copy(c.oldTensor());
             applyAll(f, r, target);
             assertEquals(-1, target.mismatch(c.newTensor()), mode + " " + dtype + " " + density);
-            if (density >= 0.5) {
+            if (density == 1.0 && mode == ValueMode.OVERWRITE) {
+                // every element present: the gap stream is pure overhead, so the dense record is smaller
                 assertTrue(r.dense(), "dense mode chosen when denser than sparse");
             }
             if (density <= 0.1) {

@@ -22,12 +22,14 @@ public final class Sidecar implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Sidecar.class);
 
     private final SidecarConfig config;
+    private final EngineAdapter engine;
     private final SyncWorker worker;
     private final ControlEndpoints endpoints;
     private final ProxyServer proxy;
 
     private Sidecar(SidecarConfig config, SyncBoard board, EngineAdapter engine, String softwareVersion) {
         this.config = config;
+        this.engine = engine;
         AdmissionGate gate = new AdmissionGate(config.sync().bootRunId(), config.sync().bootVersion());
         this.worker = new SyncWorker(config.sync(), board, engine, gate);
         this.endpoints = new ControlEndpoints(worker, config.replicaRunId(), softwareVersion);
@@ -78,5 +80,6 @@ public final class Sidecar implements AutoCloseable {
     public void close() {
         worker.close();
         proxy.close();
+        engine.close();
     }
 }

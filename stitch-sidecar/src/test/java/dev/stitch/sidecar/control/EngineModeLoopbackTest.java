@@ -157,6 +157,7 @@ class EngineModeLoopbackTest {
         publish(1, 1);
         startSidecar(CommitMode.IN_PLACE, 60);
         assertTrue(idleAt(1));
+        engine.clearCalls();
         // a non-exact request in flight does not block an in_place commit and finishes on the new weights
         var open = Http.postAsync(sidecar.port(), "/generate", "{\"text\": \"x\", "
                 + "\"sampling_params\": {\"max_new_tokens\": 20}, \"weight_version\": {\"min_version\": 1}}");

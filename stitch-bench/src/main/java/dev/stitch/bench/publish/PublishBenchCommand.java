@@ -1,0 +1,425 @@
+package dev.stitch.bench.publish;
+
+import dev.stitch.apply.ApplyProgress;
+import dev.stitch.apply.HostApplier;
+import dev.stitch.apply.VersionStep;
+import dev.stitch.bench.BenchResults;
+import dev.stitch.bench.BenchSubcommand;
+import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.cli.CliFailure;
+import dev.stitch.encode.TensorData;
+import dev.stitch.encode.ValueMode;
+import dev.stitch.format.full.FullCheckpointWriter;
+import dev.stitch.format.sparse.SparseEncoding;
+import dev.stitch.kernels.DeltaKernels;
+import dev.stitch.kernels.Kernels;
+import dev.stitch.protocol.Artifact;
+import dev.stitch.protocol.Manifest;
+import dev.stitch.publish.Backend;
+import dev.stitch.publish.PublishResult;
+import dev.stitch.publish.WeightPublisher;
+import dev.stitch.publish.Weights;
+import dev.stitch.safetensors.Checkpoint;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code stitch bench publish}: publish latency and host-apply latency of the delta-formats.md 7.1
+ * workload through every backend and encoding, with the bytes each version puts on the board
+ * (board-and-sidecar.md 10.3). Versions alternate between the new and the base weights, so every
+ * version of a configuration has the same density and the apply chain needs no fresh copy.
+ */
+@Command(name = "publish",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Publish and host-apply latency of a synthetic LLaMA-named bf16 model (delta-formats.md 7.1)",
+            "for sparse_delta indices/deltas/deltas_zstd, disk_delta xor/overwrite, stitch_delta",
+            "xor/overwrite and full, at each density, with the bytes written. Also measures the bare",
+            "fused encode kernel plus writing its output, and reports publish_s over that (target <= 1.5",
+            "for stitch_delta at 3%) and stitch_delta bytes over deltas_zstd bytes (<= 0.55 xor, <= 0.85",
+            "overwrite). publish_s = diff + encode/compress + write + fsync + manifest + pointer;",
+            "apply_s = host apply of one version (files in page cache): verify, decode, scatter, digest check."
+        })
+public final class PublishBenchCommand implements BenchSubcommand, Runnable {
+
+    @Option(names = "--size", defaultValue = "1g", paramLabel = "SIZE", converter = ByteSize.class,
+            description = "Model size (k/m/g suffixes); shapes scale down from 1 GiB (default: ${DEFAULT-VALUE}).")
+    long size;
+
+    @Option(names = "--density", defaultValue = "0.01,0.03", split = ",", paramLabel = "D",
+            description = "Fractions of elements changed per version, comma-separated (default: ${DEFAULT-VALUE}).")
+    List<Double> densities;
+
+    @Option(names = "--reps", defaultValue = "4", paramLabel = "N",
+            description = "Versions published and applied per configuration, alternating new/base; rounded up to "
+                    + "an even number; medians are reported (default: ${DEFAULT-VALUE}).")
+    int reps;
+
+    @Option(names = "--threads", defaultValue = "1", paramLabel = "N",
+            description = "Publisher threads for the diff (targets are for 1 thread) (default: ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Option(names = "--backends", split = ",", paramLabel = "B",
+            description = "Only these backends (stitch_delta, sparse_delta, disk_delta, full); default: all.")
+    List<String> onlyBackends;
+
+    @Option(names = "--dir", paramLabel = "DIR",
+            description = "Working directory for boards and checkpoints (default: a temporary directory, removed afterwards).")
+    Path dir;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "Also write the rows as JSON to FILE.")
+    Path json;
+
+    public PublishBenchCommand() {
+    }
+
+    /** One backend/encoding to measure. */
+    private record Config(Backend backend, String encoding, Consumer<WeightPublisher.Builder> setup) {
+        String label() {
+            return backend.id() + "/" + encoding;
+        }
+    }
+
+    private static List<Config> configs() {
+        return List.of(
+                new Config(Backend.SPARSE_DELTA, "indices", b -> b.sparseEncoding(SparseEncoding.INDICES)),
+                new Config(Backend.SPARSE_DELTA, "deltas", b -> b.sparseEncoding(SparseEncoding.DELTAS)),
+                new Config(Backend.SPARSE_DELTA, "deltas_zstd", b -> b.sparseEncoding(SparseEncoding.DELTAS_ZSTD)),
+                new Config(Backend.DISK_DELTA, "xor", b -> b.diskEncoding(ValueMode.XOR)),
+                new Config(Backend.DISK_DELTA, "overwrite", b -> b.diskEncoding(ValueMode.OVERWRITE)),
+                new Config(Backend.STITCH_DELTA, "xor", b -> b.values(ValueMode.XOR)),
+                new Config(Backend.STITCH_DELTA, "overwrite", b -> b.values(ValueMode.OVERWRITE)),
+                new Config(Backend.FULL, "full", b -> { }));
+    }
+
+    @Override
+    public void run() {
+        if (reps < 1 || threads < 1) {
+            throw new CliFailure("--reps and --threads must be >= 1");
+        }
+        for (double d : densities) {
+            if (!(d >= 0 && d <= 1)) {
+                throw new CliFailure("densities are fractions in [0, 1], got " + d);
+            }
+        }
+        List<Config> configs = new ArrayList<>();
+        for (Config c : configs()) {
+            if (onlyBackends == null || onlyBackends.stream().anyMatch(b -> Backend.parse(b) == c.backend())) {
+                configs.add(c);
+            }
+        }
+        if (configs.isEmpty()) {
+            throw new CliFailure("--backends selects nothing");
+        }
+        int versions = reps + (reps % 2);
+        PrintStream progress = System.console() != null ? System.err : null;
+        BenchResults results = new BenchResults("publish");
+        Path work = null;
+        boolean temporary = dir == null;
+        try {
+            work = temporary ? Files.createTempDirectory("stitch-bench-publish") : Files.createDirectories(dir);
+            try (PublishWorkload workload = PublishWorkload.generate(size)) {
+                Path baseDir = work.resolve("base");
+                FullCheckpointWriter.defaults().write(workload.base(), baseDir, "");
+                Path local = work.resolve("local");
+                copyWeights(baseDir, local);
+                for (double density : densities) {
+                    List<TensorData> next = workload.step(density, PublishWorkload.SEED + 1);
+                    Map<String, Map<String, Object>> byLabel = new LinkedHashMap<>();
+                    for (Config c : configs) {
+                        if (progress != null) {
+                            progress.printf(Locale.ROOT, "bench publish: %s at density %s ...%n", c.label(), density);
+                        }
+                        Map<String, Object> row = results.row();
+                        measure(c, density, workload, next, work, local, versions, row);
+                        byLabel.put(c.label(), row);
+                    }
+                    addTargets(byLabel, workload, next, work);
+                }
+            }
+        } catch (IOException e) {
+            throw new CliFailure("bench publish failed: " + e.getMessage());
+        } finally {
+            if (temporary && work != null) {
+                deleteTree(work);
+            }
+        }
+        results.printTable(System.out, "backend", "encoding", "density", "size_bytes", "bytes_written", "encode_s",
+                "publish_s", "apply_s", "apply_gbps_model");
+        printTargets(results);
+        if (json != null) {
+            results.writeJson(json);
+        }
+    }
+
+    private void measure(Config c, double density, PublishWorkload workload, List<TensorData> next, Path work, Path local,
+                         int versions, Map<String, Object> row) throws IOException {
+        Path boardDir = work.resolve("board-" + c.backend().id() + "-" + c.encoding() + "-" + density);
+        FilesystemBulletinBoard board = FilesystemBulletinBoard.open(boardDir);
+        double[] encode = new double[versions];
+        double[] publish = new double[versions];
+        double[] diff = new double[versions];
+        double[] commit = new double[versions];
+        double[] advance = new double[versions];
+        long bytesWritten = 0;
+        long changed = 0;
+        WeightPublisher.Builder builder = WeightPublisher.builder().board(board).backends(c.backend())
+                .anchorInterval(0).threads(threads).pinSnapshot(false).seed(Weights.of(workload.base()));
+        c.setup().accept(builder);
+        try (WeightPublisher publisher = builder.build()) {
+            for (int v = 1; v <= versions; v++) {
+                PublishResult r = publisher.publish(v, Weights.of(v % 2 == 1 ? next : workload.base()));
+                encode[v - 1] = (r.timings().diffNanos() + r.timings().encodeNanos() + r.timings().anchorNanos()) / 1e9;
+                publish[v - 1] = r.timings().publishSeconds();
+                diff[v - 1] = r.timings().diffNanos() / 1e9;
+                commit[v - 1] = r.timings().commitNanos() / 1e9;
+                advance[v - 1] = r.timings().snapshotNanos() / 1e9;
+                if (v == 1) {
+                    bytesWritten = r.bytesWritten();
+                    changed = r.changedElements();
+                }
+            }
+        }
+        double[] apply = new double[versions];
+        try (HostApplier applier = HostApplier.open(local)) {
+            for (int v = 1; v <= versions; v++) {
+                VersionStep step = step(board, v);
+                long t0 = System.nanoTime();
+                applier.apply(List.of(step), ApplyProgress.NONE);
+                apply[v - 1] = (System.nanoTime() - t0) / 1e9;
+                verify(local, v % 2 == 1 ? next : workload.base(), c.label() + " version " + v);
+            }
+        } catch (dev.stitch.apply.RefusedVersionException e) {
+            throw new IOException(c.label() + ": host apply refused version " + e.getMessage(), e);
+        }
+        // An even number of versions brought the local copy back to the base: forget the chain's state.
+        Files.deleteIfExists(local.resolve(HostApplier.STATE_DIR).resolve("state.json"));
+        deleteTree(boardDir);
+
+        long modelBytes = workload.sizeBytes();
+        double applyS = median(apply);
+        row.put("backend", c.backend().id());
+        row.put("encoding", c.encoding());
+        row.put("density", density);
+        row.put("size_bytes", modelBytes);
+        row.put("bytes_written", bytesWritten);
+        row.put("encode_s", median(encode));
+        row.put("publish_s", median(publish));
+        row.put("apply_s", applyS);
+        row.put("apply_gbps_model", modelBytes / applyS / 1e9);
+        row.put("encode_gbps_model", modelBytes / median(encode) / 1e9);
+        row.put("diff_s", median(diff));
+        row.put("manifest_pointer_s", median(commit));
+        row.put("snapshot_advance_s", median(advance));
+        row.put("publish_s_min", Arrays.stream(publish).min().orElse(0));
+        row.put("publish_s_max", Arrays.stream(publish).max().orElse(0));
+        row.put("changed_elements", changed);
+        row.put("versions", versions);
+        row.put("threads", threads);
+    }
+
+    /** Ratios of the targets, added to the stitch_delta rows of one density. */
+    private void addTargets(Map<String, Map<String, Object>> rows, PublishWorkload workload, List<TensorData> next,
+                            Path work) throws IOException {
+        Map<String, Object> zstd = rows.get("sparse_delta/deltas_zstd");
+        for (String mode : List.of("xor", "overwrite")) {
+            Map<String, Object> row = rows.get("stitch_delta/" + mode);
+            if (row != null && zstd != null) {
+                row.put("bytes_vs_deltas_zstd", ((Number) row.get("bytes_written")).doubleValue()
+                        / ((Number) zstd.get("bytes_written")).doubleValue());
+            }
+        }
+        Map<String, Object> xor = rows.get("stitch_delta/xor");
+        if (xor == null) {
+            return;
+        }
+        double kernel = kernelSeconds(workload.base(), next);
+        double write = writeSeconds(work.resolve("write-probe"), ((Number) xor.get("bytes_written")).longValue());
+        xor.put("kernel_s", kernel);
+        xor.put("write_s", write);
+        xor.put("publish_vs_kernel_write", ((Number) xor.get("publish_s")).doubleValue() / (kernel + write));
+    }
+
+    /** The bare fused encode kernel on one thread: compare, gather, update a snapshot copy; median of 3 after a warm-up. */
+    private static double kernelSeconds(List<TensorData> base, List<TensorData> next) {
+        DeltaKernels k = Kernels.get();
+        long maxNumel = 0;
+        long total = 0;
+        for (TensorData t : base) {
+            maxNumel = Math.max(maxNumel, t.spec().numel());
+            total += t.spec().byteLength();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment snapshot = arena.allocate(Math.max(1, total), 64);
+            MemorySegment positions = arena.allocate(Math.max(1, maxNumel * 4), 64);
+            MemorySegment values = arena.allocate(Math.max(1, maxNumel * 2), 64);
+            double[] times = new double[4];
+            for (int rep = 0; rep < times.length; rep++) {
+                long off = 0;
+                for (TensorData t : base) {
+                    MemorySegment.copy(t.bytes(), 0, snapshot, off, t.spec().byteLength());
+                    off += t.spec().byteLength();
+                }
+                long t0 = System.nanoTime();
+                off = 0;
+                for (int i = 0; i < base.size(); i++) {
+                    TensorData n = next.get(i);
+                    long len = n.spec().byteLength();
+                    k.diffGather(snapshot.asSlice(off, len), n.bytes(), n.spec().dtype().width(), 0, positions, 4, values,
+                            true, true);
+                    off += len;
+                }
+                times[rep] = (System.nanoTime() - t0) / 1e9;
+                off = 0;
+                for (TensorData n : next) {
+                    if (snapshot.asSlice(off, n.spec().byteLength()).mismatch(n.bytes()) >= 0) {
+                        throw new IllegalStateException("the encode kernel did not bring the snapshot to the new weights");
+                    }
+                    off += n.spec().byteLength();
+                }
+            }
+            return median(Arrays.copyOfRange(times, 1, times.length));
+        }
+    }
+
+    /** Writing {@code bytes} to a new file and fsyncing it; median of 3. */
+    private static double writeSeconds(Path file, long bytes) throws IOException {
+        byte[] chunk = new byte[1 << 20];
+        new java.util.SplittableRandom(7).nextBytes(chunk);
+        double[] times = new double[3];
+        for (int rep = 0; rep < times.length; rep++) {
+            Files.deleteIfExists(file);
+            long t0 = System.nanoTime();
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                long left = bytes;
+                while (left > 0) {
+                    ByteBuffer b = ByteBuffer.wrap(chunk, 0, (int) Math.min(chunk.length, left));
+                    while (b.hasRemaining()) {
+                        left -= ch.write(b);
+                    }
+                }
+                ch.force(true);
+            }
+            times[rep] = (System.nanoTime() - t0) / 1e9;
+        }
+        Files.deleteIfExists(file);
+        return median(times);
+    }
+
+    private static void printTargets(BenchResults results) {
+        for (Map<String, Object> r : results.rows()) {
+            if (!"stitch_delta".equals(r.get("backend"))) {
+                continue;
+            }
+            String mode = (String) r.get("encoding");
+            double d = ((Number) r.get("density")).doubleValue();
+            if (r.containsKey("bytes_vs_deltas_zstd")) {
+                System.out.printf(Locale.ROOT, "density %s: stitch_delta %s bytes / deltas_zstd bytes = %.3f (target <= %s)%n",
+                        d, mode, ((Number) r.get("bytes_vs_deltas_zstd")).doubleValue(), mode.equals("xor") ? "0.55" : "0.85");
+            }
+            if (r.containsKey("publish_vs_kernel_write")) {
+                System.out.printf(Locale.ROOT, "density %s: stitch_delta xor publish_s %.3f / (kernel %.3f s + write %.3f s) = %.2f"
+                        + " (target <= 1.5 at 0.03)%n", d, ((Number) r.get("publish_s")).doubleValue(),
+                        ((Number) r.get("kernel_s")).doubleValue(), ((Number) r.get("write_s")).doubleValue(),
+                        ((Number) r.get("publish_vs_kernel_write")).doubleValue());
+            }
+            System.out.printf(Locale.ROOT, "density %s: stitch_delta %s host apply %.2f GB/s of model (target >= 3.0)%n",
+                    d, mode, ((Number) r.get("apply_gbps_model")).doubleValue());
+        }
+        for (Map<String, Object> r : results.rows()) {
+            if ("disk_delta".equals(r.get("backend"))) {
+                System.out.printf(Locale.ROOT, "density %s: disk_delta %s host apply %.2f GB/s of model (target >= 1.0)%n",
+                        ((Number) r.get("density")).doubleValue(), r.get("encoding"),
+                        ((Number) r.get("apply_gbps_model")).doubleValue());
+            }
+        }
+    }
+
+    private static VersionStep step(FilesystemBulletinBoard board, long v) throws IOException {
+        Manifest m = board.readManifest(v);
+        Map<String, Artifact> arts = new LinkedHashMap<>();
+        for (Artifact a : m.artifacts()) {
+            arts.put(a.path(), a);
+        }
+        return new VersionStep(v, m.baseVersion(), m.backend(), board.versionDirectory(v), m.transitionFiles(), arts,
+                m.backend().equals("full"), m.runId());
+    }
+
+    /** The local checkpoint must hold exactly {@code expected}; a benchmark that stops validating is invalid. */
+    private static void verify(Path local, List<TensorData> expected, String what) throws IOException {
+        try (Checkpoint cp = Checkpoint.open(local)) {
+            for (TensorData t : expected) {
+                if (cp.tensor(t.name()).mismatch(t.bytes()) >= 0) {
+                    throw new IOException(what + ": host apply produced wrong bytes in " + t.name());
+                }
+            }
+        }
+    }
+
+    private static void copyWeights(Path from, Path to) throws IOException {
+        Files.createDirectories(to);
+        try (Stream<Path> s = Files.list(from)) {
+            for (Path p : s.filter(Files::isRegularFile).toList()) {
+                Files.copy(p, to.resolve(p.getFileName().toString()));
+            }
+        }
+    }
+
+    private static double median(double[] values) {
+        double[] s = values.clone();
+        Arrays.sort(s);
+        int n = s.length;
+        return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    }
+
+    private static void deleteTree(Path root) {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(root)) {
+            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            System.err.println("bench publish: could not remove " + root + ": " + e.getMessage());
+        }
+    }
+
+    /** Sizes with k/m/g suffixes (KiB, MiB, GiB). */
+    static final class ByteSize implements CommandLine.ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            String s = value.trim().toLowerCase(Locale.ROOT);
+            long unit = s.endsWith("k") ? 1L << 10 : s.endsWith("m") ? 1L << 20 : s.endsWith("g") ? 1L << 30 : 1;
+            String digits = unit == 1 ? s : s.substring(0, s.length() - 1);
+            try {
+                long n = Long.parseLong(digits);
+                if (n <= 0) {
+                    throw new CommandLine.TypeConversionException("size must be positive: '" + value + "'");
+                }
+                return Math.multiplyExact(n, unit);
+            } catch (NumberFormatException | ArithmeticException e) {
+                throw new CommandLine.TypeConversionException("not a size (e.g. 64m, 1g): '" + value + "'");
+            }
+        }
+    }
+}

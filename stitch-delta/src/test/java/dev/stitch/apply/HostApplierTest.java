@@ -1,0 +1,207 @@
+package dev.stitch.apply;
+
+import static dev.stitch.apply.DiskDeltaApplyTest.copyDir;
+import static dev.stitch.apply.DiskDeltaApplyTest.model;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.stitch.encode.TensorChange;
+import dev.stitch.encode.TensorData;
+import dev.stitch.encode.ValueMode;
+import dev.stitch.format.TestChanges;
+import dev.stitch.format.WriteResult;
+import dev.stitch.format.WrittenFile;
+import dev.stitch.format.full.FullCheckpointWriter;
+import dev.stitch.format.stitchdelta.StitchDeltaWriter;
+import dev.stitch.protocol.Artifact;
+import dev.stitch.safetensors.Checkpoint;
+import dev.stitch.safetensors.Fixtures;
+import dev.stitch.safetensors.SafetensorsFile;
+import dev.stitch.safetensors.TensorEntry;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class HostApplierTest {
+
+    private static final String[] STATES = {"disk-v2/base/model.safetensors", "disk-v2/expected/weight_v000001/model.safetensors",
+        "disk-v2/expected/weight_v000002/model.safetensors"};
+
+    @TempDir
+    Path tmp;
+
+    /** Publishes versions 1 and 2 of the fixture model with our stitch_delta writer into {@code board/weight_vN}. */
+    private List<VersionStep> publishStitchChain(ValueMode mode, Path board) throws IOException {
+        List<VersionStep> steps = new ArrayList<>();
+        for (int v = 1; v <= 2; v++) {
+            try (SafetensorsFile old = SafetensorsFile.open(Fixtures.path(STATES[v - 1]));
+                 SafetensorsFile neu = SafetensorsFile.open(Fixtures.path(STATES[v]))) {
+                List<TensorChange> changes = new ArrayList<>(TestChanges.diff(old, neu, mode == ValueMode.XOR).values());
+                Path dir = board.resolve(String.format("weight_v%06d", v));
+                WriteResult r = new StitchDeltaWriter(mode, StitchDeltaWriter.DEFAULT_MAX_FILE_BYTES).write(v, changes, dir);
+                steps.add(new VersionStep(v, v - 1, "stitch_delta", dir, r.transitionFiles(), artifacts(r), false, "run-a"));
+            }
+        }
+        return steps;
+    }
+
+    private static Map<String, Artifact> artifacts(WriteResult r) {
+        Map<String, Artifact> m = new HashMap<>();
+        for (WrittenFile f : r.files()) {
+            m.put(f.path(), f.toArtifact());
+        }
+        return m;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"xor", "overwrite"})
+    void stitchDeltaChainReachesTheExpectedBytes(String mode) throws Exception {
+        List<VersionStep> steps = publishStitchChain(ValueMode.parse(mode), tmp.resolve("board"));
+        Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
+        try (HostApplier a = HostApplier.open(local)) {
+            ApplyResult r = a.apply(steps, ApplyProgress.NONE);
+            assertEquals(List.of(1L, 2L), r.applied());
+            assertEquals("run-a", a.state().runId());
+            assertEquals(List.of(1L, 2L), a.apply(steps, ApplyProgress.NONE).skipped());
+        }
+        assertArrayEquals(model(Fixtures.path("disk-v2/expected/weight_v000002")), model(local));
+    }
+
+    @Test
+    void corruptStitchDeltaFileLeavesTheCheckpointUnchanged() throws Exception {
+        List<VersionStep> steps = publishStitchChain(ValueMode.XOR, tmp.resolve("board"));
+        Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
+        Path f = steps.get(0).directory().resolve("delta-00000.stdelta");
+        byte[] bytes = Files.readAllBytes(f);
+        byte[] before = model(local);
+        bytes[bytes.length - 7] ^= 0x01;
+        Files.write(f, bytes);
+        try (HostApplier a = HostApplier.open(local)) {
+            RefusedVersionException e = assertThrows(RefusedVersionException.class, () -> a.apply(steps, ApplyProgress.NONE));
+            assertEquals(RefusedVersionException.Reason.CHECKSUM, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains("delta-00000.stdelta"), e.getMessage());
+        }
+        assertArrayEquals(before, model(local));
+        // the same corruption without a manifest digest is caught by the stream or the tensor digest
+        VersionStep unverified = new VersionStep(1, 0, "stitch_delta", steps.get(0).directory(), steps.get(0).transitionFiles(),
+            Map.of(), false, null);
+        try (HostApplier a = HostApplier.open(local)) {
+            RefusedVersionException e = assertThrows(RefusedVersionException.class, () -> a.apply(List.of(unverified), ApplyProgress.NONE));
+            assertTrue(e.reason() == RefusedVersionException.Reason.CHECKSUM || e.reason() == RefusedVersionException.Reason.MALFORMED);
+        }
+        assertArrayEquals(before, model(local));
+    }
+
+    @Test
+    void sparseDeltaAppliesHostSideNanMasked() throws Exception {
+        Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
+        for (String enc : List.of("indices", "deltas_zstd")) {
+            Path l = copyDir(local, tmp.resolve("l-" + enc));
+            Path dir = Fixtures.path("sparse-v1/" + enc + "/weight_v000001");
+            VersionStep step = VersionStep.delta(1, "sparse_delta", dir, List.of("rank0000_flush000000.safetensors",
+                "rank0000_flush000001.safetensors", "rank0000_flush000002.safetensors"));
+            try (HostApplier a = HostApplier.open(l)) {
+                ApplyResult r = a.apply(List.of(step), ApplyProgress.NONE);
+                assertEquals(List.of(), r.unknownTensorNames());
+            }
+            assertSameTensors(Fixtures.path("sparse-v1/new.safetensors"), l);
+        }
+        // the NaN case: a single-tensor checkpoint
+        Path nan = tmp.resolve("nan");
+        Files.createDirectories(nan);
+        Files.copy(Fixtures.path("sparse-v1/nan/base.safetensors"), nan.resolve("model.safetensors"));
+        try (HostApplier a = HostApplier.open(nan)) {
+            a.apply(List.of(VersionStep.delta(1, "sparse_delta", Fixtures.path("sparse-v1/nan/deltas/weight_v000001"),
+                List.of("rank0000_flush000000.safetensors"))), ApplyProgress.NONE);
+        }
+        assertSameTensors(Fixtures.path("sparse-v1/nan/applied.safetensors"), nan);
+    }
+
+    @Test
+    void anchorReplacesWeightsKeepsOtherFilesAndAllowsReplayAfterIt() throws Exception {
+        Path board = tmp.resolve("board");
+        List<VersionStep> deltas = publishStitchChain(ValueMode.XOR, board);
+        // version 1 also carries an anchor: the complete checkpoint at version 1, sharded
+        List<TensorData> tensors = new ArrayList<>();
+        try (SafetensorsFile f = SafetensorsFile.open(Fixtures.path(STATES[1]))) {
+            for (TensorEntry e : f.header().tensors()) {
+                tensors.add(new TensorData(e.spec(), TestChanges.copy(f.tensor(e))));
+            }
+        }
+        WriteResult anchor = new FullCheckpointWriter(60_000, Map.of("format", "pt")).write(tensors, deltas.get(0).directory(), "full");
+        Map<String, Artifact> arts = new HashMap<>(deltas.get(0).artifacts());
+        arts.putAll(artifacts(anchor));
+        VersionStep anchorStep = new VersionStep(1, 0, "stitch_delta", deltas.get(0).directory(), deltas.get(0).transitionFiles(), arts, true, "run-a");
+        Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
+        Files.writeString(local.resolve("config.json"), "{}");
+        Files.createDirectories(local.resolve(".weight_sync"));
+        Files.writeString(local.resolve(".weight_sync/state.json"), "{\"version\": \"000007\", \"applying\": \"000008\"}");
+        try (HostApplier a = HostApplier.open(local)) {
+            ApplyResult r = a.apply(List.of(anchorStep, deltas.get(1)), ApplyProgress.NONE);
+            assertEquals(List.of(1L, 2L), r.applied());
+            assertEquals(2, a.version());
+        }
+        assertTrue(Files.exists(local.resolve("config.json")), "non-weight files kept");
+        assertTrue(Files.notExists(local.resolve("model.safetensors")), "stale shard pruned");
+        assertTrue(Files.exists(local.resolve(Checkpoint.INDEX)));
+        assertSameTensors(Fixtures.path(STATES[2]), local);
+        // a tampered anchor shard is refused before anything changes
+        Path shard = deltas.get(0).directory().resolve(anchor.files().get(0).path());
+        byte[] b = Files.readAllBytes(shard);
+        b[b.length - 1] ^= 1;
+        Files.write(shard, b);
+        Path local2 = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local2"));
+        try (HostApplier a = HostApplier.open(local2)) {
+            RefusedVersionException e = assertThrows(RefusedVersionException.class, () -> a.apply(List.of(anchorStep), ApplyProgress.NONE));
+            assertEquals(RefusedVersionException.Reason.CHECKSUM, e.reason());
+        }
+        assertArrayEquals(model(Fixtures.path("disk-v2/base")), model(local2));
+    }
+
+    @Test
+    void boardV1ChainAppliesHostSide() throws Exception {
+        Path versions = Fixtures.path("board-v1/versions");
+        ObjectMapper json = new ObjectMapper();
+        List<VersionStep> steps = new ArrayList<>();
+        for (int v = 1; v <= 3; v++) {
+            Path dir = versions.resolve(String.format("weight_v%06d", v));
+            JsonNode m = json.readTree(dir.resolve("manifest.json").toFile());
+            List<String> files = new ArrayList<>();
+            m.get("transition_files").forEach(n -> files.add(n.asText()));
+            Map<String, Artifact> arts = new HashMap<>();
+            for (JsonNode a : m.get("artifacts")) {
+                arts.put(a.get("path").asText(), new Artifact(a.get("kind").asText(), a.get("path").asText(),
+                    a.has("size_bytes") ? a.get("size_bytes").asLong() : null, a.has("checksum") ? a.get("checksum").asText() : null, null));
+            }
+            steps.add(new VersionStep(v, m.get("base_version").asLong(), m.get("backend").asText(), dir, files, arts, false,
+                m.has("run_id") ? m.get("run_id").asText() : null));
+        }
+        Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
+        try (HostApplier a = HostApplier.open(local)) {
+            assertEquals(List.of(1L, 2L, 3L), a.apply(steps, ApplyProgress.NONE).applied());
+            assertEquals(3, a.version());
+        }
+        assertArrayEquals(model(Fixtures.path("disk-v2/expected/weight_v000002")), model(local));
+    }
+
+    static void assertSameTensors(Path expectedFile, Path checkpointDir) throws IOException {
+        try (SafetensorsFile f = SafetensorsFile.open(expectedFile); Checkpoint c = Checkpoint.open(checkpointDir)) {
+            assertEquals(f.header().tensors().size(), c.names().size());
+            for (TensorEntry e : f.header().tensors()) {
+                assertEquals(-1L, f.tensor(e).mismatch(c.tensor(e.name())), e.name());
+            }
+        }
+    }
+}

@@ -1,0 +1,342 @@
+package dev.stitch.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.board.ArtifactVerificationException;
+import dev.stitch.board.BoardLayout;
+import dev.stitch.board.BoardOptions;
+import dev.stitch.board.BulletinBoard;
+import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.board.GcReport;
+import dev.stitch.board.VerificationReport;
+import dev.stitch.protocol.CanonicalJson;
+import dev.stitch.protocol.LatestPointer;
+import dev.stitch.protocol.Manifest;
+import dev.stitch.protocol.ProtocolException;
+import dev.stitch.protocol.SlimeIndex;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.OptionalLong;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
+
+/** {@code stitch board}: create, inspect, verify and garbage-collect a bulletin board (spec 10.1). */
+@Command(name = "board",
+        mixinStandardHelpOptions = true,
+        description = "Create, inspect, verify and garbage-collect a bulletin board (the shared directory of published "
+                + "weight versions).",
+        subcommands = {BoardCommand.Init.class, BoardCommand.Show.class, BoardCommand.Verify.class, BoardCommand.Gc.class})
+public final class BoardCommand implements StitchSubcommand, Runnable {
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public void run() {
+        throw new ParameterException(spec.commandLine(), "missing subcommand: init, show, verify or gc");
+    }
+
+    /** Options shared by the reading subcommands. */
+    static final class ReadOptions {
+        @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory.")
+        Path root;
+
+        @Option(names = "--layout", defaultValue = "stitch", paramLabel = "LAYOUT",
+                description = "Board layout: stitch (latest.json + versions/), slime or head (upstream text pointer "
+                        + "'latest', read-only). Default: ${DEFAULT-VALUE}.")
+        String layout;
+
+        BulletinBoard open() {
+            BoardLayout l;
+            try {
+                l = BoardLayout.parse(layout);
+            } catch (IllegalArgumentException e) {
+                throw new CliFailure(e.getMessage(), 2);
+            }
+            if (!Files.isDirectory(root)) {
+                throw new CliFailure(root + ": no such board directory");
+            }
+            return BulletinBoard.open(root, l, BoardOptions.defaults());
+        }
+    }
+
+    @Command(name = "init", mixinStandardHelpOptions = true,
+            description = "Create DIR/versions/ and latest.json at version 0 (with the run id, as a claim, when given). "
+                    + "An existing board is left unchanged.")
+    static final class Init implements Runnable {
+        @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory (created if missing).")
+        Path root;
+
+        @Option(names = "--run-id", paramLabel = "RUN",
+                description = "The run that owns the board ([A-Za-z0-9][A-Za-z0-9._-]{0,127}); omit for a run-less board.")
+        String runId;
+
+        @Override
+        public void run() {
+            boolean existed = Files.exists(root.resolve(LatestPointer.FILE_NAME));
+            try {
+                FilesystemBulletinBoard board = FilesystemBulletinBoard.create(root, runId, BoardOptions.defaults());
+                LatestPointer p = board.readLatest();
+                PrintStream out = System.out;
+                if (existed) {
+                    out.println("board " + board.root() + " already exists (left unchanged): " + describe(p));
+                } else {
+                    out.println("created board " + board.root() + ": " + describe(p));
+                }
+            } catch (IllegalArgumentException e) {
+                throw new CliFailure(e.getMessage(), 2);
+            } catch (IOException e) {
+                throw new CliFailure(root + ": " + e.getMessage());
+            }
+        }
+    }
+
+    @Command(name = "show", mixinStandardHelpOptions = true,
+            description = "Print the pointer and a summary of every version 1..latest. With --json, one JSON object: "
+                    + "{\"latest\": {\"run_id\", \"version\"}, \"versions\": [{\"version\", \"base_version\", \"backend\", "
+                    + "\"run_id\", \"anchor\", \"files\", \"created_at\"} or {\"version\", \"error\"}, ...]}.")
+    static final class Show implements Runnable {
+        @picocli.CommandLine.Mixin
+        ReadOptionsMixin read;
+
+        @Option(names = "--json", description = "Print one JSON object on stdout instead of the table.")
+        boolean json;
+
+        @Override
+        public void run() {
+            BulletinBoard board = read.options.open();
+            LatestPointer p;
+            try {
+                p = board.readLatest();
+            } catch (IOException e) {
+                throw new CliFailure("cannot read the pointer of " + board.root() + ": " + e.getMessage());
+            }
+            JsonNodeFactory f = JsonNodeFactory.instance;
+            ObjectNode doc = f.objectNode();
+            ObjectNode latest = doc.putObject("latest");
+            latest.put("run_id", p.runId());
+            latest.put("version", p.version());
+            ArrayNode versions = doc.putArray("versions");
+            PrintStream out = System.out;
+            if (!json) {
+                out.println("board " + board.root() + " (" + board.layout().label() + " layout): latest " + describe(p));
+                if (p.version() > 0) {
+                    out.printf(Locale.ROOT, "%9s %9s %-13s %-16s %6s %5s  %s%n", "version", "base", "backend", "run", "anchor",
+                            "files", "created_at");
+                }
+            }
+            for (long v = 1; v <= p.version(); v++) {
+                ObjectNode row = versions.addObject();
+                row.put("version", v);
+                try {
+                    Manifest m = board.readManifest(v);
+                    row.put("base_version", m.baseVersion());
+                    row.put("backend", m.backend());
+                    row.put("run_id", m.runId());
+                    row.put("anchor", m.isAnchor());
+                    row.put("files", m.artifacts().size());
+                    row.put("created_at", m.createdAt());
+                    if (!json) {
+                        out.printf(Locale.ROOT, "%9d %9d %-13s %-16s %6s %5d  %s%n", v, m.baseVersion(), m.backend(),
+                                m.runId() == null ? "-" : m.runId(), m.isAnchor() ? "yes" : "no", m.artifacts().size(),
+                                CanonicalJson.formatDouble(m.createdAt()));
+                    }
+                } catch (IOException e) {
+                    String reason = versionError(board, v, e);
+                    row.put("error", reason);
+                    if (!json) {
+                        out.printf(Locale.ROOT, "%9d  error: %s%n", v, reason);
+                    }
+                }
+            }
+            if (json) {
+                out.println(CanonicalJson.toText(doc));
+            }
+        }
+    }
+
+    /** Wraps {@link ReadOptions} so that subcommands can mix it in. */
+    static final class ReadOptionsMixin {
+        @picocli.CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
+        ReadOptions options;
+    }
+
+    @Command(name = "verify", mixinStandardHelpOptions = true,
+            description = "Check every version from N (default: the newest anchor at or below latest, else 1) to latest: "
+                    + "manifest validity, chain contiguity (base_version), and presence, size and digest of every listed "
+                    + "artifact. Exits non-zero naming the first bad file (relative to the root) and what is wrong.")
+    static final class Verify implements Runnable {
+        @picocli.CommandLine.Mixin
+        ReadOptionsMixin read;
+
+        @Option(names = "--from", paramLabel = "N", description = "First version to check (default: newest anchor <= latest, else 1).")
+        Long from;
+
+        @Option(names = "--require-checksums",
+                description = "Fail on artifacts without size_bytes/checksum (upstream boards) instead of reporting them as unverified.")
+        boolean requireChecksums;
+
+        @Override
+        public void run() {
+            BulletinBoard board = read.options.open();
+            LatestPointer p;
+            ProtocolException pointerProblem = null;
+            try {
+                try {
+                    p = board.readLatest();
+                } catch (ProtocolException e) {
+                    if (!(board instanceof FilesystemBulletinBoard fs)) {
+                        throw e;
+                    }
+                    // Find the bad manifest first, so the message names it rather than the pointer.
+                    pointerProblem = e;
+                    p = fs.readLatestUnchecked();
+                }
+            } catch (IOException e) {
+                throw new CliFailure(pointerFile(board) + ": " + e.getMessage());
+            }
+            if (from != null && (from < 1 || from > Math.max(1, p.version()))) {
+                throw new CliFailure("--from " + from + " is outside 1.." + p.version(), 2);
+            }
+            long start;
+            try {
+                OptionalLong anchor = board.newestAnchorAtOrBelow(p.version());
+                start = from != null ? from : anchor.orElse(1);
+            } catch (IOException e) {
+                throw new CliFailure(pointerFile(board) + ": " + e.getMessage());
+            }
+            VerificationReport total = VerificationReport.EMPTY;
+            boolean tty = System.console() != null;
+            for (long v = start; v <= p.version(); v++) {
+                Manifest m;
+                try {
+                    m = board.readManifest(v, p);
+                } catch (IOException e) {
+                    throw new CliFailure(versionError(board, v, e));
+                }
+                if (m.baseVersion() != v - 1) {
+                    throw new CliFailure(manifestFile(board, v) + ": base_version " + m.baseVersion()
+                            + " breaks the chain (expected " + (v - 1) + ")");
+                }
+                try {
+                    total = total.plus(board.verifyArtifacts(m, requireChecksums));
+                } catch (ArtifactVerificationException e) {
+                    throw new CliFailure(e.file() + ": " + e.problem());
+                } catch (IOException e) {
+                    throw new CliFailure(manifestFile(board, v) + ": cannot verify artifacts: " + e.getMessage());
+                }
+                if (tty) {
+                    System.err.printf(Locale.ROOT, "\rverified version %d of %d", v, p.version());
+                }
+            }
+            if (tty && p.version() >= start) {
+                System.err.println();
+            }
+            if (pointerProblem != null) {
+                throw new CliFailure(pointerProblem.getMessage());
+            }
+            PrintStream out = System.out;
+            if (p.version() == 0) {
+                out.println("board " + board.root() + " is at version 0 (" + describe(p) + "): nothing to verify");
+                return;
+            }
+            out.printf(Locale.ROOT, "ok: versions %d..%d of %s: %d artifacts verified (%d bytes), %d unverified (no size/checksum)%n",
+                    start, p.version(), describe(p), total.artifactsVerified(), total.bytesVerified(), total.unverified());
+        }
+    }
+
+    @Command(name = "gc", mixinStandardHelpOptions = true,
+            description = "Retention: delete versions older than the newest anchor at or below latest, keeping the last N "
+                    + "versions and anything younger than --min-age-s; also removes old orphans, staging directories and archives. "
+                    + "Without an anchor no version is deleted.")
+    static final class Gc implements Runnable {
+        @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory.")
+        Path root;
+
+        @Option(names = "--keep", required = true, paramLabel = "N", description = "Always keep the newest N versions.")
+        int keep;
+
+        @Option(names = "--min-age-s", defaultValue = "600", paramLabel = "S",
+                description = "Only delete versions created more than S seconds ago (default: ${DEFAULT-VALUE}).")
+        long minAgeSeconds;
+
+        @Override
+        public void run() {
+            if (keep < 0 || minAgeSeconds < 0) {
+                throw new CliFailure("--keep and --min-age-s must be non-negative", 2);
+            }
+            if (!Files.isDirectory(root)) {
+                throw new CliFailure(root + ": no such board directory");
+            }
+            try {
+                GcReport r = FilesystemBulletinBoard.open(root).gc(keep, minAgeSeconds);
+                PrintStream out = System.out;
+                out.println("newest anchor: " + (r.anchor() == 0 ? "none (the base)" : "version " + r.anchor()));
+                out.println("deleted versions: " + (r.deletedVersions().isEmpty() ? "none" : compact(r.deletedVersions())));
+                for (String p : r.removedPaths()) {
+                    out.println("removed " + p);
+                }
+            } catch (IOException e) {
+                throw new CliFailure(root + ": " + e.getMessage());
+            }
+        }
+    }
+
+    static String describe(LatestPointer p) {
+        return (p.runId() == null ? "no run" : "run '" + p.runId() + "'") + ", version " + p.version();
+    }
+
+    private static String pointerFile(BulletinBoard board) {
+        return board.layout() == BoardLayout.STITCH ? LatestPointer.FILE_NAME : "latest";
+    }
+
+    private static String manifestFile(BulletinBoard board, long v) {
+        String name = board.layout() == BoardLayout.STITCH ? Manifest.FILE_NAME : SlimeIndex.FILE_NAME;
+        return relative(board.root(), board.versionDirectory(v).resolve(name));
+    }
+
+    /** One line: which manifest is bad and why. */
+    static String versionError(BulletinBoard board, long v, IOException e) {
+        if (e instanceof NoSuchFileException) {
+            return manifestFile(board, v) + ": is missing (never published, or deleted by gc)";
+        }
+        String msg = e.getMessage() == null ? e.toString() : e.getMessage();
+        String file = manifestFile(board, v);
+        return msg.startsWith(file) || msg.contains(file + ":") ? msg : file + ": " + msg;
+    }
+
+    private static String relative(Path root, Path file) {
+        Path r = root.toAbsolutePath().normalize();
+        Path f = file.toAbsolutePath().normalize();
+        return f.startsWith(r) ? r.relativize(f).toString() : f.toString();
+    }
+
+    private static String compact(List<Long> versions) {
+        StringBuilder sb = new StringBuilder();
+        int i = 0;
+        while (i < versions.size()) {
+            int j = i;
+            while (j + 1 < versions.size() && versions.get(j + 1) == versions.get(j) + 1) {
+                j++;
+            }
+            if (sb.length() > 0) {
+                sb.append(", ");
+            }
+            sb.append(versions.get(i));
+            if (j > i) {
+                sb.append("..").append(versions.get(j));
+            }
+            i = j + 1;
+        }
+        return sb.toString();
+    }
+}
