@@ -264,6 +264,7 @@ final class DemoRun {
 
     private void awaitVersion(URI sidecar, long version) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + CATCH_UP_TIMEOUT.toNanos();
+        int polls = 0;
         while (true) {
             JsonNode v = JSON.readTree(get(sidecar.resolve("/get_weight_version")).body());
             if (Long.parseLong(v.path("weight_version").asText("-1")) >= version) {
@@ -272,6 +273,14 @@ final class DemoRun {
             if (System.nanoTime() > deadline) {
                 throw new IOException("the sidecar did not reach version " + version + " within "
                         + CATCH_UP_TIMEOUT.toSeconds() + " s: " + get(sidecar.resolve("/server_info")).body());
+            }
+            if (++polls % 200 == 0) {
+                // A sidecar that keeps failing will not catch up: say why instead of waiting out the timeout.
+                JsonNode info = JSON.readTree(get(sidecar.resolve("/server_info")).body());
+                if (info.path("consecutive_errors").asInt() >= 3) {
+                    throw new IOException("the sidecar cannot reach version " + version + ": "
+                            + info.path("last_sync_error").asText("unknown error"));
+                }
             }
             Thread.sleep(5);
         }

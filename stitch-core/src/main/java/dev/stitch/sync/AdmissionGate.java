@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * The admission gate of board-and-sidecar.md 6.4: one lock guards the served version, the run, the
@@ -241,7 +242,7 @@ public final class AdmissionGate implements AdmissionControl {
      * @param timeoutNanos 0 = wait without bound
      * @throws DrainTimeoutException if requests are still in flight after the grace period
      */
-    public DrainOutcome drain(long timeoutNanos, long graceNanos, java.util.function.Consumer<List<Preempted>> preempter)
+    public DrainOutcome drain(long timeoutNanos, long graceNanos, Consumer<List<Preempted>> preempter)
             throws DrainTimeoutException, InterruptedException {
         long started = System.nanoTime();
         List<GateLease> toPreempt;

@@ -1,5 +1,6 @@
 package dev.stitch.sync;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -50,7 +51,7 @@ public record SyncPlan(Kind kind, String runId, long from, long target, Optional
         if (anchor.isEmpty()) {
             return deltas;
         }
-        List<PlannedVersion> all = new java.util.ArrayList<>(deltas.size() + 1);
+        List<PlannedVersion> all = new ArrayList<>(deltas.size() + 1);
         all.add(anchor.get());
         all.addAll(deltas);
         return List.copyOf(all);

@@ -1,6 +1,7 @@
 package dev.stitch.sync;
 
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * A consistent-enough snapshot of the sync worker for the sidecar endpoints; taking it never waits
@@ -20,7 +21,7 @@ public record SyncStatus(String currentRunId, long currentVersion, String latest
 
     /** {@code max(0, latest_seen − current)} within the run; 0 across a run change not yet applied. */
     public long behindBy() {
-        if (!java.util.Objects.equals(currentRunId, latestRunId)) {
+        if (!Objects.equals(currentRunId, latestRunId)) {
             return latestSeenVersion;
         }
         return Math.max(0, latestSeenVersion - currentVersion);

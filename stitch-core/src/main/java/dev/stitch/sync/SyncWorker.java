@@ -11,14 +11,17 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -494,7 +497,7 @@ public final class SyncWorker implements AutoCloseable {
     private void recordMetrics(Map<String, Object> m, String error) {
         m.put("error", error);
         m.put("recorded_at", System.currentTimeMillis() / 1000.0);
-        lastMetrics = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(m));
+        lastMetrics = Collections.unmodifiableMap(new LinkedHashMap<>(m));
     }
 
     // ---------------------------------------------------------------- planning (6.3 steps 4-5)
@@ -595,7 +598,7 @@ public final class SyncWorker implements AutoCloseable {
         m.put("target_version", chosen.target());
         m.put("tail_versions", chosen.versions().size());
         m.put("tail_transition_files", chosen.transitionFileCount());
-        m.put("tail_weights", chosen.weightsKnown() ? List.copyOf(new java.util.TreeSet<>(chosen.touchedWeights()))
+        m.put("tail_weights", chosen.weightsKnown() ? List.copyOf(new TreeSet<>(chosen.touchedWeights()))
                 : null);
         m.put("anchor_version", chosen.anchor().map(PlannedVersion::version).orElse(null));
         m.put("plan_kind", chosen.kind().label());
@@ -896,7 +899,7 @@ public final class SyncWorker implements AutoCloseable {
 
     private static List<PlannedVersion> reversed(List<PlannedVersion> list) {
         List<PlannedVersion> r = new ArrayList<>(list);
-        java.util.Collections.reverse(r);
+        Collections.reverse(r);
         return r;
     }
 
@@ -909,7 +912,7 @@ public final class SyncWorker implements AutoCloseable {
     }
 
     private static String fmt(double s) {
-        return String.format(java.util.Locale.ROOT, "%.3f", s);
+        return String.format(Locale.ROOT, "%.3f", s);
     }
 
     /** A pass failure whose message is the whole story (no stack trace needed). */

@@ -284,7 +284,7 @@ public final class HostApplier implements AutoCloseable {
                 vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) k * w + b, (byte) (bits >>> (8 * b)));
             }
         }
-        return new TensorPatch(p.name(), p.spec().byteLength(), w, TensorPatch.Kind.SCATTER, pos, vals, null, null);
+        return TensorPatch.scatter(p.name(), p.spec().byteLength(), w, false, pos, vals, null, null);
     }
 
     private static boolean isNaN(int bits, dev.stitch.tensor.Dtype d) {
@@ -336,7 +336,7 @@ public final class HostApplier implements AutoCloseable {
         long len = p.byteLength();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment scratch = arena.allocate(Math.min(WINDOW, Math.max(1, len)));
-            int[] cursor = new int[1];
+            long[] cursor = new long[1];
             for (long off = 0; off < len; off += WINDOW) {
                 long n = Math.min(WINDOW, len - off);
                 MemorySegment out = scratch.asSlice(0, n);

@@ -1,5 +1,8 @@
 package dev.stitch.format;
 
+import dev.stitch.kernels.DeltaKernels;
+import dev.stitch.kernels.Kernels;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -9,7 +12,8 @@ import java.util.Objects;
  * A decoded, validated change of one tensor, independent of the format it came from: what to write
  * where, and the digest the tensor's new bytes must have (when the format carries one). The host
  * applier first computes the new bytes window by window to check the digest without writing
- * ({@link #patchWindow}), then writes in place ({@link #applyInPlace}).
+ * ({@link #patchWindow}), then writes in place ({@link #applyInPlace}). The byte work runs on
+ * {@link Kernels#get()}.
  */
 public final class TensorPatch {
 
@@ -31,44 +35,63 @@ public final class TensorPatch {
     private final long byteLength;
     private final int width;
     private final Kind kind;
-    private final long[] positions;
+    private final MemorySegment positions;
+    private final long count;
     private final MemorySegment values;
     private final String expected;
     private final String digestFormat;
 
-    /**
-     * @param name         tensor name
-     * @param byteLength   bytes of the tensor
-     * @param width        bytes per element the positions index (1 for byte-granular formats)
-     * @param kind         what the values mean
-     * @param positions    ascending element indices for scatter kinds (null for dense kinds)
-     * @param values       {@code positions.length * width} bytes, or {@code byteLength} for dense kinds
-     * @param expected     hex digest of the new tensor bytes, or null when the format has none
-     * @param digestFormat {@code xxh3-128} or {@code adler32} (ignored when expected is null)
-     */
-    public TensorPatch(String name, long byteLength, int width, Kind kind, long[] positions, MemorySegment values,
-                       String expected, String digestFormat) {
+    private TensorPatch(String name, long byteLength, int width, Kind kind, MemorySegment positions, long count, MemorySegment values,
+                        String expected, String digestFormat) {
         this.name = Objects.requireNonNull(name);
         this.byteLength = byteLength;
         this.width = width;
         this.kind = kind;
         this.positions = positions;
+        this.count = count;
         this.values = values;
         this.expected = expected == null ? null : Digests.normalize(expected);
         this.digestFormat = digestFormat;
         boolean dense = kind == Kind.DENSE_SET || kind == Kind.DENSE_XOR;
-        if (dense ? values.byteSize() != byteLength : values.byteSize() != (long) positions.length * width) {
+        if (dense ? values.byteSize() != byteLength : (values.byteSize() != count * width || positions.byteSize() < count * 8)) {
             throw new IllegalArgumentException("patch of " + name + ": value bytes do not match");
         }
-        if (!dense) {
-            long prev = -1;
-            for (long p : positions) {
-                if (p <= prev || (p + 1) * width > byteLength) {
-                    throw new DeltaFormatException("patch of " + name + ": position " + p + " out of order or out of range");
-                }
-                prev = p;
+    }
+
+    /**
+     * A scatter patch; positions are checked here to be strictly ascending and inside the tensor.
+     *
+     * @param positions element indices (byte offsets when {@code width} is 1)
+     * @param values    {@code positions.length * width} bytes
+     * @param expected  hex digest of the new tensor bytes, or null when the format has none
+     */
+    public static TensorPatch scatter(String name, long byteLength, int width, boolean xor, long[] positions, MemorySegment values,
+                                      String expected, String digestFormat) {
+        MemorySegment pos = MemorySegment.ofArray(new byte[Math.multiplyExact(positions.length, 8)]);
+        long prev = -1;
+        for (int k = 0; k < positions.length; k++) {
+            long p = positions[k];
+            if (p <= prev || p >= byteLength / width) {
+                throw new DeltaFormatException("patch of " + name + ": position " + p + " out of order or out of range");
             }
+            pos.set(U64, 8L * k, p);
+            prev = p;
         }
+        return new TensorPatch(name, byteLength, width, xor ? Kind.SCATTER_XOR : Kind.SCATTER, pos, positions.length, values, expected, digestFormat);
+    }
+
+    /**
+     * A scatter patch over positions a decoder already proved strictly ascending and inside the
+     * tensor (u64 LE, {@code count} entries).
+     */
+    public static TensorPatch scatterDecoded(String name, long byteLength, int width, boolean xor, MemorySegment positions, long count,
+                                             MemorySegment values, String expected, String digestFormat) {
+        return new TensorPatch(name, byteLength, width, xor ? Kind.SCATTER_XOR : Kind.SCATTER, positions, count, values, expected, digestFormat);
+    }
+
+    /** A whole-tensor patch: {@code values} replaces ({@code xor} false) or is XORed into the tensor. */
+    public static TensorPatch dense(String name, int width, boolean xor, MemorySegment values, String expected, String digestFormat) {
+        return new TensorPatch(name, values.byteSize(), width, xor ? Kind.DENSE_XOR : Kind.DENSE_SET, null, 0, values, expected, digestFormat);
     }
 
     public String name() {
@@ -89,7 +112,7 @@ public final class TensorPatch {
 
     /** Number of elements written (whole tensor for dense kinds). */
     public long count() {
-        return positions == null ? byteLength / Math.max(1, width) : positions.length;
+        return positions == null ? byteLength / Math.max(1, width) : count;
     }
 
     public MemorySegment values() {
@@ -106,41 +129,45 @@ public final class TensorPatch {
     }
 
     /**
-     * Writes into {@code out} the new bytes of the window starting at byte {@code offset} of the tensor,
-     * given the current bytes of that window in {@code current} (same size as {@code out}; may be the
-     * same segment). {@code cursor[0]} carries the scatter position between consecutive windows and
-     * must start at 0.
+     * Writes into {@code out} the new bytes of the window starting at byte {@code offset} of the tensor
+     * (a multiple of the width), given the current bytes of that window in {@code current} (same size as
+     * {@code out}). {@code cursor[0]} carries the scatter position between consecutive windows and must
+     * start at 0; windows must come in ascending order.
      */
-    public void patchWindow(MemorySegment current, long offset, MemorySegment out, int[] cursor) {
+    public void patchWindow(MemorySegment current, long offset, MemorySegment out, long[] cursor) {
         long len = out.byteSize();
+        DeltaKernels kernels = Kernels.get();
         switch (kind) {
             case DENSE_SET -> MemorySegment.copy(values, offset, out, 0, len);
             case DENSE_XOR -> {
-                if (current != out) {
-                    MemorySegment.copy(current, 0, out, 0, len);
-                }
-                xorRange(out, values.asSlice(offset, len));
+                MemorySegment.copy(current, 0, out, 0, len);
+                kernels.xorInto(out, values.asSlice(offset, len));
             }
             default -> {
-                if (current != out) {
-                    MemorySegment.copy(current, 0, out, 0, len);
+                MemorySegment.copy(current, 0, out, 0, len);
+                long first = offset / width;
+                long end = (offset + len) / width;
+                long k0 = cursor[0];
+                long k1 = k0;
+                while (k1 < count && positions.get(U64, 8 * k1) < end) {
+                    k1++;
                 }
-                int k = cursor[0];
-                long end = offset + len;
-                boolean xor = kind == Kind.SCATTER_XOR;
-                while (k < positions.length && positions[k] * width < end) {
-                    long at = positions[k] * width - offset;
-                    long src = (long) k * width;
-                    for (int b = 0; b < width; b++) {
-                        byte v = values.get(ValueLayout.JAVA_BYTE, src + b);
-                        if (xor) {
-                            v ^= out.get(ValueLayout.JAVA_BYTE, at + b);
+                long n = k1 - k0;
+                if (n > 0) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment rebased = arena.allocate(8 * n, 8);
+                        for (long i = 0; i < n; i++) {
+                            rebased.set(U64, 8 * i, positions.get(U64, 8 * (k0 + i)) - first);
                         }
-                        out.set(ValueLayout.JAVA_BYTE, at + b, v);
+                        MemorySegment vals = values.asSlice(k0 * width, n * width);
+                        if (kind == Kind.SCATTER_XOR) {
+                            kernels.scatterXor(out, width, rebased, 8, vals, n);
+                        } else {
+                            kernels.scatter(out, width, rebased, 8, vals, n);
+                        }
                     }
-                    k++;
                 }
-                cursor[0] = k;
+                cursor[0] = k1;
             }
         }
     }
@@ -150,18 +177,12 @@ public final class TensorPatch {
         if (tensor.byteSize() != byteLength) {
             throw new IllegalArgumentException("patch of " + name + " needs " + byteLength + " bytes, target has " + tensor.byteSize());
         }
-        patchWindow(tensor, 0, tensor, new int[1]);
-    }
-
-    /** {@code dst ^= src} over equal-length segments, eight bytes at a time. */
-    public static void xorRange(MemorySegment dst, MemorySegment src) {
-        long n = dst.byteSize();
-        long i = 0;
-        for (; i + 8 <= n; i += 8) {
-            dst.set(U64, i, dst.get(U64, i) ^ src.get(U64, i));
-        }
-        for (; i < n; i++) {
-            dst.set(ValueLayout.JAVA_BYTE, i, (byte) (dst.get(ValueLayout.JAVA_BYTE, i) ^ src.get(ValueLayout.JAVA_BYTE, i)));
+        DeltaKernels kernels = Kernels.get();
+        switch (kind) {
+            case DENSE_SET -> MemorySegment.copy(values, 0, tensor, 0, byteLength);
+            case DENSE_XOR -> kernels.xorInto(tensor, values);
+            case SCATTER -> kernels.scatter(tensor, width, positions, 8, values, count);
+            case SCATTER_XOR -> kernels.scatterXor(tensor, width, positions, 8, values, count);
         }
     }
 }

@@ -107,6 +107,35 @@ public final class ZstdFrames {
         return out;
     }
 
+    /**
+     * Decompresses the frame at {@code src[srcOff, srcOff + srcLen)}, whose content size must equal
+     * {@code expected}, into {@code dst} at {@code dstOff} (no intermediate copies).
+     */
+    public static void decompressInto(byte[] src, int srcOff, int srcLen, byte[] dst, int dstOff, long expected, String where) {
+        if (srcLen < 4 || !isFrame(MemorySegment.ofArray(src).asSlice(srcOff, srcLen))) {
+            throw new DeltaFormatException(where + ": not a zstd frame (magic 28 B5 2F FD missing)");
+        }
+        try {
+            long size = Zstd.getFrameContentSize(src, srcOff, srcLen);
+            if (size != expected) {
+                throw new DeltaFormatException(where + ": zstd frame declares " + size + " bytes, expected " + expected
+                    + (size == -1 ? " (no content size)" : ""));
+            }
+            long frameLength = Zstd.findFrameCompressedSize(src, srcOff, srcLen);
+            if (Zstd.isError(frameLength) || frameLength != srcLen) {
+                throw new DeltaFormatException(where + ": the zstd frame does not end exactly at the end of its stream");
+            }
+            try (ZstdDecompressCtx ctx = new ZstdDecompressCtx()) {
+                int n = ctx.decompressByteArray(dst, dstOff, (int) expected, src, srcOff, srcLen);
+                if (n != expected) {
+                    throw new DeltaFormatException(where + ": zstd frame decoded to " + n + " bytes, expected " + expected);
+                }
+            }
+        } catch (ZstdException e) {
+            throw new DeltaFormatException(where + ": corrupt zstd frame: " + e.getMessage(), e);
+        }
+    }
+
     /** Decompresses exactly one frame whose content size must equal {@code expected}. */
     public static byte[] decompressExactly(MemorySegment frame, long expected, String where) {
         byte[] out = decompress(frame, expected, where);

@@ -8,12 +8,12 @@ import dev.stitch.board.VersionPublication;
 import dev.stitch.encode.DeltaEncoder;
 import dev.stitch.encode.EncodedVersion;
 import dev.stitch.encode.Snapshot;
-import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.TensorData;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.PreconditionFailedException;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
+import dev.stitch.format.disk.DiskDeltaWriter;
 import dev.stitch.format.sparse.SparseDeltaWriter;
 import dev.stitch.format.sparse.SparseEncoding;
 import dev.stitch.kernels.DeltaKernels;
@@ -24,6 +24,7 @@ import dev.stitch.snapshot.HostMemoryAllocator;
 import dev.stitch.tensor.WeightsDigest;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -34,7 +35,10 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -83,6 +87,7 @@ public final class WeightPublisher implements AutoCloseable {
     private final int keepLast;
     private final long gcMinAgeSeconds;
     private final boolean recordWeightsDigest;
+    private final PublishProgress progress;
     private final String baseModel;
     private final Map<String, String> metadata;
     private final DeltaEncoder encoder;
@@ -93,6 +98,7 @@ public final class WeightPublisher implements AutoCloseable {
     private final Object publishLock = new Object();
     private long lastPublished = -1;
     private boolean closed;
+    private String broken;
 
     private WeightPublisher(Builder b, Snapshot snapshot, HostMemoryAllocator memory) {
         this.board = b.board;
@@ -107,6 +113,7 @@ public final class WeightPublisher implements AutoCloseable {
         this.keepLast = b.keepLast;
         this.gcMinAgeSeconds = b.gcMinAgeSeconds;
         this.recordWeightsDigest = b.recordWeightsDigest;
+        this.progress = b.progress;
         this.baseModel = b.baseModel;
         this.metadata = Map.copyOf(b.metadata);
         this.encoder = new DeltaEncoder(b.kernels, b.threads);
@@ -223,8 +230,9 @@ public final class WeightPublisher implements AutoCloseable {
             try (Arena arena = Arena.ofShared()) {
                 Attempt a = stage(version, tensors, extraMetadata, arena);
                 long snapStart = System.nanoTime();
-                encoder.advance(snapshot, a.encoded, tensors);
+                advanceSnapshot(version, a.encoded, tensors);
                 long snapNanos = System.nanoTime() - snapStart;
+                progress.report(version, "done", 1, 1);
                 lastPublished = version;
                 retention();
                 PublishResult.Timings timings = new PublishResult.Timings(a.encoded.diffNanos(), a.encodeNanos,
@@ -244,7 +252,14 @@ public final class WeightPublisher implements AutoCloseable {
         VersionPublication pub = board.beginPublish(runId, version);
         try {
             Path dir = pub.stagingDirectory();
-            EncodedVersion encoded = encoder.diff(snapshot, tensors, diffMode(firstDeltaBackend()), arena);
+            long modelBytes = 0;
+            for (TensorData t : tensors) {
+                modelBytes += t.bytes().byteSize();
+            }
+            long total = modelBytes;
+            AtomicLong compared = new AtomicLong();
+            LongConsumer diffProgress = bytes -> progress.report(version, "diff", compared.addAndGet(bytes), total);
+            EncodedVersion encoded = encoder.diff(snapshot, tensors, diffMode(firstDeltaBackend()), arena, diffProgress);
             List<String> skipped = new ArrayList<>();
             Backend chosen = null;
             WriteResult written = null;
@@ -260,12 +275,15 @@ public final class WeightPublisher implements AutoCloseable {
                     }
                     ValueMode wanted = diffMode(b);
                     if (encoded.valueMode() != wanted) {
-                        encoded = encoder.diff(snapshot, tensors, wanted, arena);
+                        compared.set(0);
+                        encoded = encoder.diff(snapshot, tensors, wanted, arena, diffProgress);
                     }
+                    progress.report(version, "encode", 0, encoded.changedBytes());
                     long t0 = System.nanoTime();
                     try {
                         written = VersionWriters.write(b, version, encoded.changes(), dir, this);
                         a.encodeNanos = System.nanoTime() - t0;
+                        progress.report(version, "encode", encoded.changedBytes(), encoded.changedBytes());
                         chosen = b;
                         break;
                     } catch (PreconditionFailedException ex) {
@@ -290,6 +308,7 @@ public final class WeightPublisher implements AutoCloseable {
             }
             a.anchor = chosen == Backend.FULL || (anchorInterval > 0 && version % anchorInterval == 0);
             if (a.anchor) {
+                progress.report(version, "anchor", 0, modelBytes);
                 long t0 = System.nanoTime();
                 WriteResult full = VersionWriters.writeAnchor(tensors, dir);
                 for (WrittenFile f : full.files()) {
@@ -298,6 +317,7 @@ public final class WeightPublisher implements AutoCloseable {
                     a.files++;
                 }
                 a.anchorNanos = System.nanoTime() - t0;
+                progress.report(version, "anchor", modelBytes, modelBytes);
             }
             if (recordWeightsDigest) {
                 a.weightsDigest = WeightsDigest.of(segments(tensors), encoder.kernels());
@@ -308,9 +328,11 @@ public final class WeightPublisher implements AutoCloseable {
             ManifestFields fields = VersionWriters.manifestFields(chosen, written, encoded, tensors)
                     .withBaseModel(baseModel)
                     .withMetadata(metadataFor(a, encoded, extraMetadata));
+            progress.report(version, "commit", 0, 1);
             long t0 = System.nanoTime();
             Manifest m = pub.commit(fields);
             a.commitNanos = System.nanoTime() - t0;
+            progress.report(version, "commit", 1, 1);
             LOG.debug("published version {} ({} backend, {} files)", m.version(), m.backend(), a.files);
             return a;
         } catch (Throwable t) {
@@ -320,6 +342,28 @@ public final class WeightPublisher implements AutoCloseable {
                 t.addSuppressed(suppressed);
             }
             throw t;
+        }
+    }
+
+    /**
+     * Moves the snapshot to the weights just published. If scattering the changes fails half-way the
+     * snapshot is rebuilt from a full copy of those weights, since a wrong base would corrupt every
+     * later delta; if even that fails the publisher refuses further work.
+     */
+    private void advanceSnapshot(long version, EncodedVersion encoded, Collection<TensorData> tensors) {
+        try {
+            encoder.advance(snapshot, encoded, tensors);
+        } catch (RuntimeException e) {
+            LOG.warn("advancing the snapshot to version {} failed ({}); copying the published weights instead",
+                    version, e.getMessage());
+            try {
+                snapshot.reseed(tensors);
+            } catch (RuntimeException | Error fatal) {
+                broken = "the snapshot could not be brought to version " + version + " (" + fatal.getMessage()
+                        + "); build a new publisher seeded from that version's checkpoint";
+                fatal.addSuppressed(e);
+                throw fatal;
+            }
         }
     }
 
@@ -373,8 +417,8 @@ public final class WeightPublisher implements AutoCloseable {
         return b == Backend.STITCH_DELTA ? stitchValues : ValueMode.OVERWRITE;
     }
 
-    private static Map<String, java.lang.foreign.MemorySegment> segments(Collection<TensorData> tensors) {
-        Map<String, java.lang.foreign.MemorySegment> m = new LinkedHashMap<>();
+    private static Map<String, MemorySegment> segments(Collection<TensorData> tensors) {
+        Map<String, MemorySegment> m = new LinkedHashMap<>();
         for (TensorData t : tensors) {
             m.put(t.name(), t.bytes());
         }
@@ -413,6 +457,9 @@ public final class WeightPublisher implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("publisher is closed");
         }
+        if (broken != null) {
+            throw new IllegalStateException(broken);
+        }
     }
 
     /** Waits for an in-flight publish, then frees the snapshot, the encoder and the background thread. */
@@ -420,7 +467,7 @@ public final class WeightPublisher implements AutoCloseable {
     public void close() {
         asyncExecutor.shutdown();
         try {
-            while (!asyncExecutor.awaitTermination(1, java.util.concurrent.TimeUnit.SECONDS)) {
+            while (!asyncExecutor.awaitTermination(1, TimeUnit.SECONDS)) {
                 LOG.info("waiting for the in-flight publish ({}) before closing", inFlight.get());
             }
         } catch (InterruptedException e) {
@@ -434,6 +481,12 @@ public final class WeightPublisher implements AutoCloseable {
                 memory.close();
             }
         }
+    }
+
+    private static Snapshot seedSnapshot(HostMemoryAllocator memory, Weights w, PublishProgress progress) {
+        long total = w.byteSize();
+        AtomicLong copied = new AtomicLong();
+        return Snapshot.copyOf(memory, w.tensors(), bytes -> progress.report(0, "seed", copied.addAndGet(bytes), total));
     }
 
     /** Mutable state of one publish attempt. */
@@ -463,7 +516,7 @@ public final class WeightPublisher implements AutoCloseable {
         private SparseEncoding sparseEncoding = SparseEncoding.DELTAS_ZSTD;
         private ValueMode diskEncoding = ValueMode.OVERWRITE;
         private long bucketBytes = SparseDeltaWriter.DEFAULT_BUFFER_SIZE;
-        private long maxFileBytes = dev.stitch.format.disk.DiskDeltaWriter.DEFAULT_MAX_FILE_BYTES;
+        private long maxFileBytes = DiskDeltaWriter.DEFAULT_MAX_FILE_BYTES;
         private int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
         private int anchorInterval = 25;
         private int keepLast;
@@ -475,6 +528,7 @@ public final class WeightPublisher implements AutoCloseable {
         private Path seedCheckpoint;
         private Weights seedWeights;
         private boolean pinSnapshot = true;
+        private PublishProgress progress = PublishProgress.NONE;
 
         private Builder() {
         }
@@ -611,6 +665,12 @@ public final class WeightPublisher implements AutoCloseable {
             return this;
         }
 
+        /** Progress of seeding and of each publish (default: none). */
+        public Builder progress(PublishProgress listener) {
+            this.progress = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
         /** The kernels; default {@link Kernels#get()}. */
         public Builder kernels(DeltaKernels kernels) {
             this.kernels = kernels;
@@ -652,10 +712,10 @@ public final class WeightPublisher implements AutoCloseable {
             try {
                 if (seedCheckpoint != null) {
                     try (Weights w = CheckpointWeights.open(seedCheckpoint)) {
-                        snap = Snapshot.copyOf(memory, w.tensors());
+                        snap = seedSnapshot(memory, w, progress);
                     }
                 } else if (seedWeights != null) {
-                    snap = Snapshot.copyOf(memory, seedWeights.tensors());
+                    snap = seedSnapshot(memory, seedWeights, progress);
                 } else {
                     snap = Snapshot.empty(memory);
                 }

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * 3% uniform changes of ±1..4 units in the last place): stitch_delta must be at most 0.55× (xor) and
  * 0.85× (overwrite) the bytes of the same version as our sparse_delta deltas_zstd.
  */
-class SizeTargetTest {
+public class SizeTargetTest {
 
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 

@@ -371,6 +371,30 @@ class WeightPublisherTest {
     }
 
     @Test
+    void progressCoversSeedDiffEncodeAnchorAndCommit() throws Exception {
+        List<TensorData> v0 = model(11);
+        long modelBytes = Weights.of(v0).byteSize();
+        List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicLong lastDiff = new java.util.concurrent.atomic.AtomicLong();
+        PublishProgress listener = (version, phase, done, total) -> {
+            if (events.isEmpty() || !events.getLast().equals(phase)) {
+                events.add(phase);
+            }
+            if (phase.equals("diff")) {
+                assertEquals(modelBytes, total);
+                lastDiff.accumulateAndGet(done, Math::max);
+            }
+            assertTrue(done <= total, phase + " " + done + " > " + total);
+        };
+        try (WeightPublisher p = WeightPublisher.builder().board(tmp.resolve("board")).anchorInterval(1).threads(2)
+                .progress(listener).seed(Weights.of(v0)).build()) {
+            p.publish(1, Weights.of(step(v0, 0.02, 1)));
+        }
+        assertEquals(List.of("seed", "diff", "encode", "anchor", "commit", "done"), events);
+        assertEquals(modelBytes, lastDiff.get());
+    }
+
+    @Test
     void closedPublisherRefusesWork() throws Exception {
         WeightPublisher p = WeightPublisher.builder().board(tmp.resolve("board")).seed(Weights.of(model(10))).build();
         p.close();

@@ -136,12 +136,14 @@ public abstract class DeltaKernelsContract {
                         MemorySegment neu = heap ? MemorySegment.ofArray(p[1]) : nat(arena, p[1]);
                         assertEquals(expected.length, k.countChanged(old, neu, width), "count w" + width + " n" + n);
                         for (int pw : new int[] {4, 8}) {
-                            for (boolean xor : new boolean[] {false, true}) {
+                            for (int mode = 0; mode < 4; mode++) {
+                                boolean xor = (mode & 1) != 0;
+                                boolean update = (mode & 2) != 0;
                                 long base = pw == 8 ? (1L << 33) + 5 : 1000;
                                 MemorySegment positions = MemorySegment.ofArray(new byte[n * pw]);
                                 MemorySegment values = nat(arena, new byte[n * width]);
                                 MemorySegment snapshot = MemorySegment.ofArray(p[0].clone());
-                                long got = k.diffGather(snapshot, neu, width, base, positions, pw, values, xor, xor);
+                                long got = k.diffGather(snapshot, neu, width, base, positions, pw, values, xor, update);
                                 assertEquals(expected.length, got);
                                 long[] shifted = Arrays.stream(expected).map(i -> i + base).toArray();
                                 assertArrayEquals(positionsBytes(shifted, pw), Arrays.copyOf(positions.toArray(ValueLayout.JAVA_BYTE), expected.length * pw));
@@ -152,7 +154,7 @@ public abstract class DeltaKernelsContract {
                                     assertEquals(xor ? nv ^ ov : nv, elem(vals, width, j), "value " + j + " w" + width);
                                 }
                                 byte[] snapAfter = snapshot.toArray(ValueLayout.JAVA_BYTE);
-                                assertArrayEquals(xor ? p[1] : p[0], snapAfter, "snapshot update=" + xor);
+                                assertArrayEquals(update ? p[1] : p[0], snapAfter, "snapshot update=" + update);
                             }
                         }
                     }

@@ -11,6 +11,7 @@ import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.publish.Backend;
 import dev.stitch.publish.CheckpointWeights;
+import dev.stitch.publish.PublishProgress;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
@@ -134,18 +135,12 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             if (threads != null) {
                 builder.threads(threads);
             }
-            long t0 = System.nanoTime();
             if (progress != null) {
-                progress.printf(Locale.ROOT, "stitch publish: reading base %s%n", baseDir);
+                builder.progress(new TerminalProgress(progress));
             }
             builder.seedFrom(baseDir);
             try (WeightPublisher publisher = builder.build();
                  Weights next = CheckpointWeights.open(newDir)) {
-                if (progress != null) {
-                    double s = (System.nanoTime() - t0) / 1e9;
-                    progress.printf(Locale.ROOT, "stitch publish: base read, %s in %.2f s (%s/s); publishing %s as version %d%n",
-                            bytes(next.byteSize()), s, bytes((long) (next.byteSize() / Math.max(s, 1e-9))), newDir, version);
-                }
                 PublishResult r = publisher.publish(version, next, Map.of(SOURCE_CHECKPOINT, newDir.toString(),
                         "base_checkpoint", baseDir.toString()));
                 print(r, newDir);
@@ -246,6 +241,50 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
                 + (r.runId() != null ? " (run '" + r.runId() + "')" : "") + ": " + String.join(", ", parts));
         if (r.fallbackReason() != null) {
             System.out.println("fell back: " + r.fallbackReason());
+        }
+    }
+
+    /** One status line on a terminal, rewritten at most every 200 ms: phase, bytes, bytes/s and ETA. */
+    private static final class TerminalProgress implements PublishProgress {
+        private final PrintStream out;
+        private String phase = "";
+        private long phaseStart;
+        private long lastPrint;
+
+        TerminalProgress(PrintStream out) {
+            this.out = out;
+        }
+
+        @Override
+        public synchronized void report(long version, String p, long done, long total) {
+            long now = System.nanoTime();
+            boolean newPhase = !p.equals(phase);
+            if (newPhase) {
+                if (!phase.isEmpty()) {
+                    out.print("\n");
+                }
+                phase = p;
+                phaseStart = now;
+            } else if (now - lastPrint < 200_000_000L && done < total) {
+                return;
+            }
+            lastPrint = now;
+            if (p.equals("done")) {
+                out.flush();
+                return;
+            }
+            if (p.equals("commit")) {
+                out.printf(Locale.ROOT, "\rstitch publish: manifest and pointer of version %d%s", version, done == total ? ", done" : "");
+                out.flush();
+                return;
+            }
+            double s = Math.max((now - phaseStart) / 1e9, 1e-9);
+            double rate = done / s;
+            String eta = rate > 0 && done < total ? String.format(Locale.ROOT, ", ETA %.0f s", (total - done) / rate) : "";
+            String what = p.equals("seed") ? "reading the base checkpoint" : p + " of version " + version;
+            out.printf(Locale.ROOT, "\rstitch publish: %s: %s of %s (%.0f%%), %s/s%s   ", what, bytes(done), bytes(total),
+                    total == 0 ? 100.0 : 100.0 * done / total, bytes((long) rate), eta);
+            out.flush();
         }
     }
 

@@ -21,6 +21,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -87,7 +88,7 @@ final class SglangHostAdapter extends SglangAdapter {
             } else {
                 copyBaseInParallel(); // first materialization: shards copied concurrently
             }
-            LOG.info("local checkpoint ready in {} s", String.format(java.util.Locale.ROOT, "%.3f",
+            LOG.info("local checkpoint ready in {} s", String.format(Locale.ROOT, "%.3f",
                     (System.nanoTime() - t0) / 1e9));
         }
     }

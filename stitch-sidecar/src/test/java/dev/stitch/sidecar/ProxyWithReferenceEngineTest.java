@@ -74,6 +74,7 @@ class ProxyWithReferenceEngineTest {
         }
         ProxyServerTest.waitFor(() -> engine.activeRequests() == 0);
         ProxyServerTest.waitFor(() -> gate.activeRequests() == 0);
+        ProxyServerTest.waitFor(() -> !engine.calls("abort_request").isEmpty());
         assertEquals("{\"rid\":\"s1\"}", engine.calls("abort_request").getFirst().body());
     }
 

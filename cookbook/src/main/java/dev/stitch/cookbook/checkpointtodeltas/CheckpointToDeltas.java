@@ -33,9 +33,18 @@ public final class CheckpointToDeltas {
     }
 
     public static void main(String[] args) throws Exception {
-        Path work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-ckpt-to-deltas-");
-        long size = args.length > 1 ? Long.parseLong(args[1]) : 32L << 20;
-        int steps = args.length > 2 ? Integer.parseInt(args[2]) : 4;
+        Path work;
+        long size;
+        int steps;
+        try {
+            work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-ckpt-to-deltas-");
+            size = args.length > 1 ? Long.parseLong(args[1]) : 32L << 20;
+            steps = args.length > 2 ? Integer.parseInt(args[2]) : 4;
+        } catch (NumberFormatException e) {
+            System.err.println("usage: CheckpointToDeltas [WORK_DIR [SIZE_BYTES [STEPS]]] (sizes in bytes)");
+            System.exit(2);
+            return;
+        }
         Outcome o = run(work, size, steps);
         System.out.printf("%d checkpoints of %d bytes became %d bytes of versions on the board%n",
                 steps, o.checkpointBytes(), o.boardBytes());

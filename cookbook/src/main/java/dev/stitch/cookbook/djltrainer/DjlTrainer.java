@@ -61,8 +61,16 @@ public final class DjlTrainer {
     }
 
     public static void main(String[] args) throws Exception {
-        Path work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-djl-trainer-");
-        int steps = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+        Path work;
+        int steps;
+        try {
+            work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-djl-trainer-");
+            steps = args.length > 1 ? Integer.parseInt(args[1]) : 3;
+        } catch (NumberFormatException e) {
+            System.err.println("usage: DjlTrainer [WORK_DIR [STEPS]]");
+            System.exit(2);
+            return;
+        }
         Outcome o = run(work, steps);
         System.out.println("arrays from " + o.ndManager());
         for (PublishResult r : o.published()) {

@@ -53,9 +53,18 @@ public final class LocalLoop {
     }
 
     public static void main(String[] args) throws Exception {
-        Path work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-local-loop-");
-        long size = args.length > 1 ? Long.parseLong(args[1]) : 32L << 20;
-        int versions = args.length > 2 ? Integer.parseInt(args[2]) : 5;
+        Path work;
+        long size;
+        int versions;
+        try {
+            work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-local-loop-");
+            size = args.length > 1 ? Long.parseLong(args[1]) : 32L << 20;
+            versions = args.length > 2 ? Integer.parseInt(args[2]) : 5;
+        } catch (NumberFormatException e) {
+            System.err.println("usage: LocalLoop [WORK_DIR [SIZE_BYTES [VERSIONS]]] (sizes in bytes)");
+            System.exit(2);
+            return;
+        }
         List<Step> steps = run(work, size, versions);
         for (Step s : steps) {
             System.out.printf("version %d: %d elements changed, %d bytes on the board, served by %s (%s)%n",

@@ -59,9 +59,18 @@ public final class SlimeCompat {
     }
 
     public static void main(String[] args) throws Exception {
-        Path work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-slime-compat-");
-        long size = args.length > 1 ? Long.parseLong(args[1]) : 16L << 20;
-        int versions = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+        Path work;
+        long size;
+        int versions;
+        try {
+            work = args.length > 0 ? Path.of(args[0]) : Files.createTempDirectory("stitch-slime-compat-");
+            size = args.length > 1 ? Long.parseLong(args[1]) : 16L << 20;
+            versions = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+        } catch (NumberFormatException e) {
+            System.err.println("usage: SlimeCompat [WORK_DIR [SIZE_BYTES [VERSIONS]]] (sizes in bytes)");
+            System.exit(2);
+            return;
+        }
         Outcome o = run(work, size, versions);
         System.out.println("HTTP calls the engine received from the sidecar:");
         for (String call : o.engineCalls()) {

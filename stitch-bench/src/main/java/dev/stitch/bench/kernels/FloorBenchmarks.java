@@ -75,7 +75,9 @@ public class FloorBenchmarks {
 
     @Benchmark
     public long read() {
+        long cpu = CpuClock.start();
         long x = Kernels.get().streamRead(readBuffer.segment());
+        CpuClock.stop(cpu);
         if (x != expected) {
             throw new IllegalStateException("streaming read returned " + x + ", expected " + expected);
         }
@@ -85,6 +87,8 @@ public class FloorBenchmarks {
     @Benchmark
     public void fill() {
         fillValue++;
+        long cpu = CpuClock.start();
         Kernels.get().streamFill(fillBuffer.segment(), fillValue);
+        CpuClock.stop(cpu);
     }
 }

@@ -195,6 +195,7 @@ public class KernelBenchmarks {
 
     @Benchmark
     public long encode(Config c, EncodeState s) {
+        long cpu = CpuClock.start();
         KernelWorkload w = c.workload;
         long total = 0;
         for (int t = 0; t < w.tensors.size(); t++) {
@@ -204,11 +205,13 @@ public class KernelBenchmarks {
                 false, true);
             total += s.counts[t];
         }
+        CpuClock.stop(cpu);
         return total;
     }
 
     @Benchmark
     public long apply(Config c, ApplyState s) {
+        long cpu = CpuClock.start();
         KernelWorkload w = c.workload;
         DeltaKernels k = c.chunked.kernels();
         if (c.pool == null) {
@@ -216,6 +219,7 @@ public class KernelBenchmarks {
             for (int t : s.order) {
                 total += applyTensor(k, w, s, t);
             }
+            CpuClock.stop(cpu);
             return total;
         }
         List<CompletableFuture<Long>> parts = new ArrayList<>();
@@ -226,6 +230,7 @@ public class KernelBenchmarks {
         for (CompletableFuture<Long> p : parts) {
             total += p.join();
         }
+        CpuClock.stop(cpu);
         return total;
     }
 

@@ -50,7 +50,7 @@ public final class BenchAllCommand implements BenchSubcommand, Callable<Integer>
         return List.of(
                 List.of("kernels", "--size", size, "--density", "0.01,0.03,0.1", "--json", dir + "/kernels.json"),
                 List.of("publish", "--size", size, "--density", "0.01,0.03", "--json", dir + "/publish.json"),
-                List.of("proxy", "--json", dir + "/proxy.json"),
+                List.of("proxy", "--duration-s", "3", "--warmup-s", "1", "--json", dir + "/proxy.json"),
                 List.of("simulate", "--model-params", modelParams, "--density", "0.03", "--link-mbps", "100,300,1000,3000",
                         "--measure-size", size, "--json", dir + "/simulate.json"));
     }

@@ -105,7 +105,7 @@ public final class DiskDeltaVersion {
         long len = target.byteLength();
         if (mode == ValueMode.XOR) {
             byte[] payload = ZstdFrames.decompressExactly(frame, len, what);
-            return new TensorPatch(target.name(), len, 1, TensorPatch.Kind.DENSE_XOR, null, MemorySegment.ofArray(payload), digest, format);
+            return TensorPatch.dense(target.name(), 1, true, MemorySegment.ofArray(payload), digest, format);
         }
         byte[] payload = ZstdFrames.decompress(frame, 4 + 5 * len, what);
         if (payload.length < 4) {
@@ -127,6 +127,6 @@ public final class DiskDeltaVersion {
             prev = off;
         }
         MemorySegment bytes = ps.asSlice(4 + 4 * count, count);
-        return new TensorPatch(target.name(), len, 1, TensorPatch.Kind.SCATTER, offsets, bytes, digest, format);
+        return TensorPatch.scatter(target.name(), len, 1, false, offsets, bytes, digest, format);
     }
 }

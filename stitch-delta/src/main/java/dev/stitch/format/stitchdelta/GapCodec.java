@@ -1,6 +1,5 @@
 package dev.stitch.format.stitchdelta;
 
-import dev.stitch.format.DeltaFormatException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -46,45 +45,5 @@ final class GapCodec {
             prev = p;
         }
         return u;
-    }
-
-    /**
-     * Decodes {@code unitCount} units into exactly {@code count} positions, each below {@code limit}.
-     *
-     * @throws DeltaFormatException when the stream ends inside an escape, yields another count or a
-     *                              position out of range
-     */
-    static long[] decode(MemorySegment units, long unitCount, long count, long limit, String where) {
-        if (count > Integer.MAX_VALUE - 8) {
-            throw new DeltaFormatException(where + ": " + count + " positions is more than one record can carry");
-        }
-        long[] out = new long[(int) count];
-        int k = 0;
-        long pending = 0;
-        long prev = -1;
-        for (long u = 0; u < unitCount; u++) {
-            int unit = units.get(U16, 2 * u) & 0xFFFF;
-            if (unit == ESCAPE) {
-                pending += ESCAPE;
-                continue;
-            }
-            if (k == count) {
-                throw new DeltaFormatException(where + ": gap stream holds more than the " + count + " positions the record declares");
-            }
-            long idx = prev + pending + unit + 1;
-            if (idx >= limit || idx < 0) {
-                throw new DeltaFormatException(where + ": position " + idx + " is past the tensor's " + limit + " elements");
-            }
-            out[k++] = idx;
-            prev = idx;
-            pending = 0;
-        }
-        if (pending != 0) {
-            throw new DeltaFormatException(where + ": gap stream ends inside an escape");
-        }
-        if (k != count) {
-            throw new DeltaFormatException(where + ": gap stream holds " + k + " positions, the record declares " + count);
-        }
-        return out;
     }
 }

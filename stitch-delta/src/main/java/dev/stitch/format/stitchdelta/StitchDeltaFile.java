@@ -5,6 +5,8 @@ import dev.stitch.format.Digests;
 import dev.stitch.format.TensorPatch;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.hash.Hash128;
+import dev.stitch.kernels.DeltaKernels;
+import dev.stitch.kernels.Kernels;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
@@ -35,14 +37,16 @@ public final class StitchDeltaFile {
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final String where;
+    private final byte[] bytes;
     private final MemorySegment data;
     private final long version;
     private final long baseVersion;
     private final List<StitchRecord> records;
 
-    private StitchDeltaFile(String where, MemorySegment data, long version, long baseVersion, List<StitchRecord> records) {
+    private StitchDeltaFile(String where, byte[] bytes, long version, long baseVersion, List<StitchRecord> records) {
         this.where = where;
-        this.data = data;
+        this.bytes = bytes;
+        this.data = MemorySegment.ofArray(bytes);
         this.version = version;
         this.baseVersion = baseVersion;
         this.records = records;
@@ -56,8 +60,7 @@ public final class StitchDeltaFile {
                 throw new DeltaFormatException(path + ": " + size + " bytes is larger than a stitch_delta file may be");
             }
             MemorySegment mapped = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-            byte[] copy = mapped.toArray(ValueLayout.JAVA_BYTE);
-            return parse(MemorySegment.ofArray(copy), path.toString());
+            return parse(mapped.toArray(ValueLayout.JAVA_BYTE), path.toString());
         }
     }
 
@@ -66,8 +69,9 @@ public final class StitchDeltaFile {
         return head.byteSize() >= 8 && head.asSlice(0, 8).mismatch(MemorySegment.ofArray(StitchDeltaFormat.MAGIC)) == -1;
     }
 
-    /** Parses and validates bytes already in memory (the caller keeps them alive). */
-    public static StitchDeltaFile parse(MemorySegment data, String where) {
+    /** Parses and validates the bytes of a file (the array is kept, not copied). */
+    public static StitchDeltaFile parse(byte[] bytes, String where) {
+        MemorySegment data = MemorySegment.ofArray(bytes);
         long size = data.byteSize();
         if (size < StitchDeltaFormat.FILE_HEADER || !hasMagic(data)) {
             throw new DeltaFormatException(where + ": not a stitch_delta file (magic missing or file too short)");
@@ -114,7 +118,7 @@ public final class StitchDeltaFile {
         if (cursor != size) {
             throw new DeltaFormatException(where + ": " + (size - cursor) + " trailing bytes after the last record");
         }
-        return new StitchDeltaFile(where, data, version, base, List.copyOf(records));
+        return new StitchDeltaFile(where, bytes, version, base, List.copyOf(records));
     }
 
     private static StitchRecord parseRecord(MemorySegment r, long fileOffset, String where) {
@@ -249,35 +253,52 @@ public final class StitchDeltaFile {
     public TensorPatch decode(StitchRecord r) {
         String what = where + " (" + r.name() + ")";
         int w = r.spec().dtype().width();
+        DeltaKernels kernels = Kernels.get();
         List<StitchRecord.Stream> streams = r.streams();
         if (r.dense()) {
-            byte[] bytes = BytePlanes.merge(planes(streams, 0, w, r.spec().numel(), what + " values"), w, r.spec().numel());
-            return new TensorPatch(r.name(), r.spec().byteLength(), w, TensorPatch.Kind.DENSE_SET, null, MemorySegment.ofArray(bytes),
-                r.digest().hex(), Digests.XXH3_128);
+            MemorySegment bytes = MemorySegment.ofArray(new byte[Math.toIntExact(r.spec().byteLength())]);
+            kernels.mergePlanes(planes(streams, 0, w, r.spec().numel(), what + " values"), w, r.spec().numel(), bytes);
+            return TensorPatch.dense(r.name(), w, false, bytes, r.digest().hex(), Digests.XXH3_128);
         }
-        byte[] gaps = BytePlanes.merge(planes(streams, 0, 2, r.units(), what + " gaps"), 2, r.units());
-        long[] positions = GapCodec.decode(MemorySegment.ofArray(gaps), r.units(), r.count(), r.spec().numel(), what);
-        byte[] values = BytePlanes.merge(planes(streams, 2, w, r.count(), what + " values"), w, r.count());
-        return new TensorPatch(r.name(), r.spec().byteLength(), w, r.xor() ? TensorPatch.Kind.SCATTER_XOR : TensorPatch.Kind.SCATTER,
-            positions, MemorySegment.ofArray(values), r.digest().hex(), Digests.XXH3_128);
+        MemorySegment gaps = MemorySegment.ofArray(new byte[Math.toIntExact(r.units() * 2)]);
+        kernels.mergePlanes(planes(streams, 0, 2, r.units(), what + " gaps"), 2, r.units(), gaps);
+        MemorySegment positions = decodeGaps(gaps, r.units(), r.count(), r.spec().numel(), what);
+        MemorySegment values = MemorySegment.ofArray(new byte[Math.toIntExact(r.count() * w)]);
+        kernels.mergePlanes(planes(streams, 2, w, r.count(), what + " values"), w, r.count(), values);
+        return TensorPatch.scatterDecoded(r.name(), r.spec().byteLength(), w, r.xor(), positions, r.count(), values, r.digest().hex(),
+            Digests.XXH3_128);
+    }
+
+    /**
+     * Decodes an escaped u16 gap stream into exactly {@code count} u64 LE positions below {@code limit};
+     * a stream that ends inside an escape or yields another count is a {@link DeltaFormatException}.
+     */
+    static MemorySegment decodeGaps(MemorySegment units, long unitCount, long count, long limit, String where) {
+        MemorySegment positions = MemorySegment.ofArray(new byte[Math.toIntExact(count * 8)]);
+        long n;
+        try {
+            n = Kernels.get().decodeEscapedGaps(units, unitCount, positions, 8, count, limit);
+        } catch (IllegalArgumentException e) {
+            throw new DeltaFormatException(where + ": malformed gap stream: " + e.getMessage(), e);
+        }
+        if (n != count) {
+            throw new DeltaFormatException(where + ": gap stream holds " + n + " positions, the record declares " + count);
+        }
+        return positions;
     }
 
     /** Decodes {@code width} plane streams starting at {@code first}, each {@code n} bytes, into one plane buffer. */
-    private byte[] planes(List<StitchRecord.Stream> streams, int first, int width, long n, String what) {
+    private MemorySegment planes(List<StitchRecord.Stream> streams, int first, int width, long n, String what) {
         byte[] out = new byte[Math.toIntExact(n * width)];
         for (int b = 0; b < width; b++) {
-            byte[] plane = stream(streams.get(first + b), what + " plane " + b);
-            System.arraycopy(plane, 0, out, (int) (b * n), plane.length);
+            StitchRecord.Stream s = streams.get(first + b);
+            if (s.compressed()) {
+                ZstdFrames.decompressInto(bytes, (int) s.offset(), (int) s.stored(), out, (int) (b * n), n, what + " plane " + b);
+            } else {
+                System.arraycopy(bytes, (int) s.offset(), out, (int) (b * n), (int) n);
+            }
         }
-        return out;
-    }
-
-    private byte[] stream(StitchRecord.Stream s, String what) {
-        MemorySegment stored = data.asSlice(s.offset(), s.stored());
-        if (!s.compressed()) {
-            return stored.toArray(ValueLayout.JAVA_BYTE);
-        }
-        return ZstdFrames.decompressExactly(stored, s.raw(), what);
+        return MemorySegment.ofArray(out);
     }
 
     @Override

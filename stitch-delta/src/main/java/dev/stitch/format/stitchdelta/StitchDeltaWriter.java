@@ -14,6 +14,7 @@ import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.TensorSpec;
@@ -177,12 +178,12 @@ public final class StitchDeltaWriter {
         byte[] gapBytes = new byte[Math.toIntExact(units * 2)];
         GapCodec.encode(pos, MemorySegment.ofArray(gapBytes));
         List<byte[][]> sparse = new ArrayList<>(2 + w);
-        sparse.addAll(storePlanes(BytePlanes.split(MemorySegment.ofArray(gapBytes), 2, units), 2));
-        sparse.addAll(storePlanes(BytePlanes.split(values, w, count), w));
+        sparse.addAll(storePlanes(splitPlanes(MemorySegment.ofArray(gapBytes), 2, units), 2));
+        sparse.addAll(storePlanes(splitPlanes(values, w, count), w));
         long sparseStored = storedBytes(sparse);
         Hash128 digest = Xxh3.hash128(c.newTensor());
         if (count * 4 >= numel) {
-            List<byte[][]> dense = storePlanes(BytePlanes.split(c.newTensor(), w, numel), w);
+            List<byte[][]> dense = storePlanes(splitPlanes(c.newTensor(), w, numel), w);
             if (storedBytes(dense) < sparseStored) {
                 return record(spec, false, true, numel, 0, digest, dense, numel * w);
             }
@@ -196,6 +197,13 @@ public final class StitchDeltaWriter {
             n += s[1].length;
         }
         return n;
+    }
+
+    /** The byte planes of {@code count} units of {@code width} bytes (all byte 0s, then all byte 1s, ...). */
+    private static byte[] splitPlanes(MemorySegment src, int width, long count) {
+        byte[] out = new byte[Math.toIntExact(count * width)];
+        Kernels.get().splitPlanes(src, width, count, MemorySegment.ofArray(out));
+        return out;
     }
 
     /** Each of the {@code width} equal planes of {@code planes} as its own stream. */

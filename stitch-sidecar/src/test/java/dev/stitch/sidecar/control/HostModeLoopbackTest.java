@@ -160,6 +160,34 @@ class HostModeLoopbackTest {
     }
 
     @Test
+    void corruptDeltaIsBypassedThroughAnAnchor() throws Exception {
+        publisher.close();
+        try (Weights seed = TinyModel.weights(0)) {
+            publisher = WeightPublisher.builder().board(board).runId("run-a")
+                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(2).threads(1).seed(seed).build();
+        }
+        publish(1, 1);
+        publish(2, 2);
+        publish(3, 3);
+        JsonNode anchor = Http.JSON.readTree(boardRoot.resolve("versions/weight_v000002/manifest.json").toFile());
+        assertTrue(anchor.toString().contains("\"full\""), "version 2 is an anchor: " + anchor);
+        Path payload;
+        try (Stream<Path> files = Files.list(boardRoot.resolve("versions/weight_v000001"))) {
+            payload = files.filter(p -> !p.getFileName().toString().equals("manifest.json")).findFirst().orElseThrow();
+        }
+        byte[] bytes = Files.readAllBytes(payload);
+        bytes[bytes.length - 1] ^= 0x01;
+        Files.write(payload, bytes);
+        startSidecar();
+        assertTrue(idleAt(3));
+        assertEquals("anchor", sidecar.worker().status().lastMetrics().get("plan_kind"));
+        assertEquals(2L, sidecar.worker().status().lastMetrics().get("anchor_version"));
+        assertEquals(1, engine.calls("update_weights_from_disk").size());
+        assertEquals(TinyModel.digest(3), generate(sidecar.port(), 3).path("meta_info").path("weights_digest")
+                .asText());
+    }
+
+    @Test
     void interruptedApplyRebuildsTheLocalCheckpoint() throws Exception {
         publish(1, 1);
         startSidecar();

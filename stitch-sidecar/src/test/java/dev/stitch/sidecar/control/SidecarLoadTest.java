@@ -45,6 +45,15 @@ class SidecarLoadTest {
     @TempDir
     Path tmp;
 
+    private static String metricValue(String text, String series) {
+        for (String line : text.split("\n")) {
+            if (line.startsWith(series + " ")) {
+                return line.substring(series.length() + 1).strip();
+            }
+        }
+        throw new AssertionError(series + " not in\n" + text);
+    }
+
     @Test
     void noMislabeledAndNoLostResponsesUnderPublishing() throws Exception {
         Path base = TinyModel.writeCheckpoint(tmp.resolve("base"), 0);
@@ -143,6 +152,12 @@ class SidecarLoadTest {
             assertTrue(eventually(20_000, () -> sidecar.worker().status().currentVersion() == last));
             assertEquals(digests.get(last), engine.weightsDigest());
             assertEquals(0, sidecar.worker().status().activeRequests());
+            // no starvation: every commit under load closed and reopened the gate within the 5 s drain bound
+            String metrics = Http.get(port, "/metrics").body();
+            String count = metricValue(metrics, "stitch_commit_duration_seconds_count");
+            assertTrue(Long.parseLong(count) >= 3, metrics);
+            assertEquals(count, metricValue(metrics, "stitch_commit_duration_seconds_bucket{le=\"5.0\"}"));
+            assertEquals("0", metricValue(metrics, "stitch_drain_preempted_requests_total"));
         } finally {
             publishing.set(false);
             pool.shutdownNow();

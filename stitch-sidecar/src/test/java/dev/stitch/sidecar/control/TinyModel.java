@@ -52,8 +52,16 @@ final class TinyModel {
 
     static Weights weights(int step) {
         Weights.Builder b = Weights.builder();
-        values(step).forEach((name, v) -> b.add(name, shapeOf(name), v));
+        values(step).forEach((name, v) -> b.add(name, Dtype.F32, shapeOf(name), littleEndian(v)));
         return b.build();
+    }
+
+    private static byte[] littleEndian(float[] values) {
+        ByteBuffer bb = ByteBuffer.allocate(values.length * 4).order(ByteOrder.LITTLE_ENDIAN);
+        for (float f : values) {
+            bb.putFloat(f);
+        }
+        return bb.array();
     }
 
     /** The reference engine's {@code weights_digest} of the weights after {@code step}. */
@@ -71,11 +79,7 @@ final class TinyModel {
         Map<String, MemorySegment> bytes = new LinkedHashMap<>();
         v.forEach((name, vals) -> {
             specs.add(new TensorSpec(name, Dtype.F32, shapeOf(name)));
-            ByteBuffer bb = ByteBuffer.allocate(vals.length * 4).order(ByteOrder.LITTLE_ENDIAN);
-            for (float f : vals) {
-                bb.putFloat(f);
-            }
-            bytes.put(name, MemorySegment.ofArray(bb.array()));
+            bytes.put(name, MemorySegment.ofArray(littleEndian(vals)));
         });
         SafetensorsWriter.Layout layout = SafetensorsWriter.layout(Map.of("format", "pt"), specs);
         try (FileChannel ch = FileChannel.open(dir.resolve("model.safetensors"), StandardOpenOption.CREATE,
