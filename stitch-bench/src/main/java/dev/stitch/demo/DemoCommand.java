@@ -21,10 +21,10 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         sortOptions = false,
         description = {
-            "Runs trainer -> bulletin board -> sidecar -> reference engine on this machine, with rollout",
-            "clients sending exact_version and min_required_version requests while versions advance,",
-            "and prints a summary. Fails (exit 1) if any response was served by weights other than",
-            "those of its stamped version, or if trainer and engine end on different weights."
+            "Runs trainer -> bulletin board -> sidecar -> reference engine on this machine, with rollout "
+                + "clients sending exact_version and min_required_version requests while versions advance, "
+                + "and prints a summary. Fails (exit 1) if any response was served by weights other than "
+                + "those of its stamped version, or if trainer and engine end on different weights."
         })
 public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
     private static final String LOG_LEVEL = "org.slf4j.simpleLogger.defaultLogLevel";

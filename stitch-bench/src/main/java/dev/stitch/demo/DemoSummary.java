@@ -63,6 +63,7 @@ record DemoSummary(String mode, String backend, String commitMode, String patter
         m.put("too_old_409", traffic.tooOld());
         m.put("errors", traffic.errors());
         m.put("constraint_violations", traffic.constraintViolations());
+        m.put("crossed_commit", traffic.crossedCommit());
         m.put("trainer_digest", trainerDigest);
         m.put("engine_digest", engineDigest);
         List<Map<String, Object>> per = new ArrayList<>();
@@ -127,6 +128,10 @@ record DemoSummary(String mode, String backend, String commitMode, String patter
                 traffic.conflicts(), traffic.notReady(), traffic.tooOld());
         out.printf(Locale.ROOT, "  other errors            %d%n", traffic.errors());
         out.printf(Locale.ROOT, "  mislabeled responses    %d%s%n", traffic.mislabeled(), traffic.mislabeled() == 0 ? "" : "   <-- FAILED");
+        if (traffic.crossedCommit() > 0) {
+            out.printf(Locale.ROOT, "  crossed a commit        %d (in_place: not pinned, stamped start < end, served by newer weights)%n",
+                    traffic.crossedCommit());
+        }
         if (traffic.constraintViolations() > 0) {
             out.printf(Locale.ROOT, "  constraint violations   %d   <-- FAILED%n", traffic.constraintViolations());
         }

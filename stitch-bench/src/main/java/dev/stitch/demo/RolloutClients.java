@@ -25,7 +25,9 @@ import java.util.function.LongSupplier;
  * workers ask for {@code min_required_version} = newest minus the staleness bound (off-policy by at
  * most that many steps). A 409 NotReady is retried after a short pause, a 409 TooOld re-pins. Every
  * 200 is checked against the trainer: the {@code weights_digest} the engine reports must be the
- * trainer's digest of the version the sidecar stamped, and the stamp must satisfy the constraint.
+ * trainer's digest of the version the sidecar stamped, and the stamp must satisfy the constraint. The
+ * one allowed exception is an in_place commit, where a non-pinned request admitted before the flip
+ * may finish on the new weights; it is stamped {@code start < end} and counted as crossing a commit.
  */
 final class RolloutClients implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -50,6 +52,7 @@ final class RolloutClients implements AutoCloseable {
     private final LongAdder tooOld = new LongAdder();
     private final LongAdder errors = new LongAdder();
     private final LongAdder mislabeled = new LongAdder();
+    private final LongAdder crossedCommit = new LongAdder();
     private final LongAdder constraintViolations = new LongAdder();
     private final AtomicReference<String> firstProblem = new AtomicReference<>();
 
@@ -170,14 +173,33 @@ final class RolloutClients implements AutoCloseable {
         servedByVersion.computeIfAbsent(version, v -> new LongAdder()).increment();
         String expected = trainerDigests.get(version);
         String reported = meta.path("weights_digest").asText(null);
+        long end = meta.path("weight_version_end").asLong(version);
         if (expected == null || !expected.equals(reported)) {
-            mislabeled.increment();
-            problem("version " + version + " served weights " + reported + ", trainer has " + expected);
+            if (!exact && end > version && servedByOneOf(reported, version + 1, end)) {
+                // in_place commits let a non-pinned request finish on newer weights; the stamps say so (start < end).
+                crossedCommit.increment();
+            } else {
+                mislabeled.increment();
+                problem("version " + version + " served weights " + reported + ", trainer has " + expected);
+            }
+        }
+        if (exact && end != version) {
+            constraintViolations.increment();
+            problem("a request pinned to " + target + " crossed a commit: start " + version + ", end " + end);
         }
         if (exact ? version != target : version < target) {
             constraintViolations.increment();
             problem((exact ? "exact_version " : "min_required_version ") + target + " served at version " + version);
         }
+    }
+
+    private boolean servedByOneOf(String digest, long from, long to) {
+        for (long v = from; v <= to; v++) {
+            if (digest != null && digest.equals(trainerDigests.get(v))) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void problem(String message) {
@@ -197,12 +219,12 @@ final class RolloutClients implements AutoCloseable {
         Map<Long, Long> byVersion = new TreeMap<>();
         servedByVersion.forEach((v, c) -> byVersion.put(v, c.sum()));
         return new Tally(served.sum(), servedPinned.sum(), servedBounded.sum(), byVersion, notReady.sum(), tooOld.sum(),
-                errors.sum(), mislabeled.sum(), constraintViolations.sum(), firstProblem.get());
+                errors.sum(), mislabeled.sum(), crossedCommit.sum(), constraintViolations.sum(), firstProblem.get());
     }
 
     /** Outcome counts of the rollout traffic. */
     record Tally(long served, long servedPinned, long servedBounded, Map<Long, Long> servedByVersion,
-                 long notReady, long tooOld, long errors, long mislabeled, long constraintViolations,
+                 long notReady, long tooOld, long errors, long mislabeled, long crossedCommit, long constraintViolations,
                  String firstProblem) {
         long conflicts() {
             return notReady + tooOld;

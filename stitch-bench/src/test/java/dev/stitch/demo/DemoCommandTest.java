@@ -67,6 +67,14 @@ class DemoCommandTest {
     }
 
     @Test
+    void inPlaceCommitsWithDiskDelta() throws Exception {
+        JsonNode s = runDemo("--commit-mode", "in_place", "--backend", "disk_delta");
+        assertHealthy(s);
+        assertEquals("disk_delta", s.path("backend").asText());
+        assertEquals("in_place", s.path("commit_mode").asText());
+    }
+
+    @Test
     void rejectsBadArguments() {
         StringWriter err = new StringWriter();
         int code = StitchCli.commandLine().setErr(new PrintWriter(err)).execute("demo", "--mode", "engine", "--backend", "stitch_delta");

@@ -73,7 +73,7 @@ class CrashSafetyTest {
                 }
                 assertEquals("ready", ready, "child failed to start: " + early);
                 // Kill anywhere in the first few publishes: inside artifacts, manifest, rename or pointer write.
-                TimeUnit.MICROSECONDS.sleep(random.nextLong(0, 25_000));
+                TimeUnit.MICROSECONDS.sleep(random.nextLong(0, 60_000));
             } finally {
                 child.destroyForcibly();
                 assertTrue(child.waitFor(30, TimeUnit.SECONDS));

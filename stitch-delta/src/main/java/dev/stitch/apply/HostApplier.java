@@ -49,7 +49,9 @@ public final class HostApplier implements AutoCloseable {
     /** Directory of the state file and the lock inside the local checkpoint. */
     public static final String STATE_DIR = ".weight_sync";
 
-    private static final long WINDOW = 4L << 20;
+    private static final long WINDOW = TensorPatch.STREAM_BLOCK;
+    /** Sorts malformed-stream findings before digest mismatches in the verify pass's report. */
+    private static final String MALFORMED_MARK = "\u0000";
 
     private final Path local;
     private final Path stateFile;
@@ -317,13 +319,20 @@ public final class HostApplier implements AutoCloseable {
             if (t.byteSize() != p.byteLength()) {
                 return "tensor " + p.name() + " has " + t.byteSize() + " bytes locally, the delta expects " + p.byteLength();
             }
-            String got = newBytesDigest(p, t);
+            String got;
+            try {
+                got = newBytesDigest(p, t);
+            } catch (DeltaFormatException e) {
+                return MALFORMED_MARK + e.getMessage();
+            }
             progress.report(v, "verify", done.addAndGet(t.byteSize()), total);
             return got.equals(p.expected()) ? null : "tensor " + p.name() + ": digest of the new bytes is " + got + ", expected " + p.expected();
         }).filter(s -> s != null).sorted().toList();
         if (!bad.isEmpty()) {
-            throw new RefusedVersionException(v, RefusedVersionException.Reason.CHECKSUM,
-                bad.get(0) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
+            String first = bad.get(0);
+            boolean malformed = first.startsWith(MALFORMED_MARK);
+            throw new RefusedVersionException(v, malformed ? RefusedVersionException.Reason.MALFORMED : RefusedVersionException.Reason.CHECKSUM,
+                (malformed ? first.substring(MALFORMED_MARK.length()) : first) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
         }
     }
 
@@ -334,13 +343,12 @@ public final class HostApplier implements AutoCloseable {
             return d.update(p.values()).hex();
         }
         long len = p.byteLength();
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofConfined(); TensorPatch.Windows w = p.windows()) {
             MemorySegment scratch = arena.allocate(Math.min(WINDOW, Math.max(1, len)));
-            long[] cursor = new long[1];
             for (long off = 0; off < len; off += WINDOW) {
                 long n = Math.min(WINDOW, len - off);
                 MemorySegment out = scratch.asSlice(0, n);
-                p.patchWindow(current.asSlice(off, n), off, out, cursor);
+                w.patch(current.asSlice(off, n), off, out);
                 d.update(out);
             }
         }

@@ -11,6 +11,8 @@ public final class Digests {
 
     /** The default and our writers' digest. */
     public static final String XXH3_128 = "xxh3-128";
+    /** BLAKE3 (32-byte output), accepted from slime v2 writers. */
+    public static final String BLAKE3 = "blake3";
     /** zlib Adler-32, accepted from slime v2 writers. */
     public static final String ADLER32 = "adler32";
 
@@ -29,7 +31,7 @@ public final class Digests {
 
     /** Whether this reader can check {@code format}. */
     public static boolean supported(String format) {
-        return XXH3_128.equals(format) || ADLER32.equals(format);
+        return XXH3_128.equals(format) || ADLER32.equals(format) || BLAKE3.equals(format);
     }
 
     /** A fresh digest of {@code format}; an unsupported format is a {@link DeltaFormatException}. */
@@ -46,6 +48,21 @@ public final class Digests {
                 @Override
                 public String hex() {
                     return h.digest().hex();
+                }
+            };
+        }
+        if (BLAKE3.equals(format)) {
+            Blake3 b = new Blake3();
+            return new Digest() {
+                @Override
+                public Digest update(MemorySegment data) {
+                    b.update(data);
+                    return this;
+                }
+
+                @Override
+                public String hex() {
+                    return b.hex();
                 }
             };
         }
@@ -67,7 +84,7 @@ public final class Digests {
                 }
             };
         }
-        throw new DeltaFormatException("checksum_format '" + format + "' is not supported (xxh3-128, adler32)");
+        throw new DeltaFormatException("checksum_format '" + format + "' is not supported (xxh3-128, blake3, adler32)");
     }
 
     /** The digest of {@code data} in {@code format}. */

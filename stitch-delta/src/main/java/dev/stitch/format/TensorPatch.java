@@ -2,6 +2,10 @@ package dev.stitch.format;
 
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
+import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -26,8 +30,13 @@ public final class TensorPatch {
         /** {@code t = values} (whole tensor). */
         DENSE_SET,
         /** {@code t ^= values} (whole tensor). */
-        DENSE_XOR
+        DENSE_XOR,
+        /** {@code t ^= zstd-decode(frame)}, decoded as a stream in blocks so the payload is never held whole. */
+        DENSE_XOR_FRAME
     }
+
+    /** Bytes decoded per block of a streamed frame (delta-formats.md 3.4: blocks of at most 2 MiB). */
+    public static final int STREAM_BLOCK = 2 << 20;
 
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -53,6 +62,9 @@ public final class TensorPatch {
         this.expected = expected == null ? null : Digests.normalize(expected);
         this.digestFormat = digestFormat;
         boolean dense = kind == Kind.DENSE_SET || kind == Kind.DENSE_XOR;
+        if (kind == Kind.DENSE_XOR_FRAME) {
+            return;
+        }
         if (dense ? values.byteSize() != byteLength : (values.byteSize() != count * width || positions.byteSize() < count * 8)) {
             throw new IllegalArgumentException("patch of " + name + ": value bytes do not match");
         }
@@ -94,6 +106,14 @@ public final class TensorPatch {
         return new TensorPatch(name, values.byteSize(), width, xor ? Kind.DENSE_XOR : Kind.DENSE_SET, null, 0, values, expected, digestFormat);
     }
 
+    /**
+     * A whole-tensor xor whose payload stays compressed: {@code frame} is one zstd frame already checked
+     * to declare exactly {@code byteLength} bytes and to end at its last byte.
+     */
+    public static TensorPatch denseXorFrame(String name, long byteLength, byte[] frame, String expected, String digestFormat) {
+        return new TensorPatch(name, byteLength, 1, Kind.DENSE_XOR_FRAME, null, 0, MemorySegment.ofArray(frame), expected, digestFormat);
+    }
+
     public String name() {
         return name;
     }
@@ -129,45 +149,104 @@ public final class TensorPatch {
     }
 
     /**
-     * Writes into {@code out} the new bytes of the window starting at byte {@code offset} of the tensor
-     * (a multiple of the width), given the current bytes of that window in {@code current} (same size as
-     * {@code out}). {@code cursor[0]} carries the scatter position between consecutive windows and must
-     * start at 0; windows must come in ascending order.
+     * A pass over the tensor in ascending windows: each call of {@link Windows#patch} turns the current
+     * bytes of the next window into its new bytes. Close it to release the decoder.
      */
-    public void patchWindow(MemorySegment current, long offset, MemorySegment out, long[] cursor) {
-        long len = out.byteSize();
-        DeltaKernels kernels = Kernels.get();
-        switch (kind) {
-            case DENSE_SET -> MemorySegment.copy(values, offset, out, 0, len);
-            case DENSE_XOR -> {
-                MemorySegment.copy(current, 0, out, 0, len);
-                kernels.xorInto(out, values.asSlice(offset, len));
+    public Windows windows() {
+        return new Windows();
+    }
+
+    /** The state of one pass over the tensor (scatter cursor, stream decoder). */
+    public final class Windows implements AutoCloseable {
+        private long cursor;
+        private long done;
+        private InputStream stream;
+        private byte[] block;
+
+        private Windows() {
+        }
+
+        /**
+         * Writes into {@code out} the new bytes of the window starting at byte {@code offset} of the
+         * tensor (a multiple of the width, following the previous window), given its current bytes in
+         * {@code current} (same size; may be the same segment as {@code out}).
+         */
+        public void patch(MemorySegment current, long offset, MemorySegment out) {
+            long len = out.byteSize();
+            if (offset != done) {
+                throw new IllegalStateException("windows of " + name + " must be contiguous and ascending");
             }
-            default -> {
+            DeltaKernels kernels = Kernels.get();
+            if (current != out) {
                 MemorySegment.copy(current, 0, out, 0, len);
-                long first = offset / width;
-                long end = (offset + len) / width;
-                long k0 = cursor[0];
-                long k1 = k0;
-                while (k1 < count && positions.get(U64, 8 * k1) < end) {
-                    k1++;
+            }
+            switch (kind) {
+                case DENSE_SET -> MemorySegment.copy(values, offset, out, 0, len);
+                case DENSE_XOR -> kernels.xorInto(out, values.asSlice(offset, len));
+                case DENSE_XOR_FRAME -> xorStream(out, kernels);
+                default -> scatterWindow(out, offset, kernels);
+            }
+            done += len;
+        }
+
+        private void xorStream(MemorySegment out, DeltaKernels kernels) {
+            try {
+                if (stream == null) {
+                    stream = new ZstdInputStreamNoFinalizer(new ByteArrayInputStream((byte[]) values.heapBase().orElseThrow()));
+                    block = new byte[STREAM_BLOCK];
                 }
-                long n = k1 - k0;
-                if (n > 0) {
-                    try (Arena arena = Arena.ofConfined()) {
-                        MemorySegment rebased = arena.allocate(8 * n, 8);
-                        for (long i = 0; i < n; i++) {
-                            rebased.set(U64, 8 * i, positions.get(U64, 8 * (k0 + i)) - first);
-                        }
-                        MemorySegment vals = values.asSlice(k0 * width, n * width);
-                        if (kind == Kind.SCATTER_XOR) {
-                            kernels.scatterXor(out, width, rebased, 8, vals, n);
-                        } else {
-                            kernels.scatter(out, width, rebased, 8, vals, n);
-                        }
+                long len = out.byteSize();
+                for (long at = 0; at < len; ) {
+                    int want = (int) Math.min(block.length, len - at);
+                    int got = stream.readNBytes(block, 0, want);
+                    if (got != want) {
+                        throw new DeltaFormatException("patch of " + name + ": xor payload ends after " + (done + at + got) + " of " + byteLength + " bytes");
+                    }
+                    kernels.xorInto(out.asSlice(at, want), MemorySegment.ofArray(block).asSlice(0, want));
+                    at += want;
+                }
+                if (done + len == byteLength && stream.read() != -1) {
+                    throw new DeltaFormatException("patch of " + name + ": xor payload is longer than the tensor");
+                }
+            } catch (IOException e) {
+                throw new DeltaFormatException("patch of " + name + ": corrupt zstd stream: " + e.getMessage(), e);
+            }
+        }
+
+        private void scatterWindow(MemorySegment out, long offset, DeltaKernels kernels) {
+            long first = offset / width;
+            long end = (offset + out.byteSize()) / width;
+            long k0 = cursor;
+            long k1 = k0;
+            while (k1 < count && positions.get(U64, 8 * k1) < end) {
+                k1++;
+            }
+            long n = k1 - k0;
+            if (n > 0) {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment rebased = arena.allocate(8 * n, 8);
+                    for (long i = 0; i < n; i++) {
+                        rebased.set(U64, 8 * i, positions.get(U64, 8 * (k0 + i)) - first);
+                    }
+                    MemorySegment vals = values.asSlice(k0 * width, n * width);
+                    if (kind == Kind.SCATTER_XOR) {
+                        kernels.scatterXor(out, width, rebased, 8, vals, n);
+                    } else {
+                        kernels.scatter(out, width, rebased, 8, vals, n);
                     }
                 }
-                cursor[0] = k1;
+            }
+            cursor = k1;
+        }
+
+        @Override
+        public void close() {
+            if (stream != null) {
+                try {
+                    stream.close();
+                } catch (IOException e) {
+                    throw new DeltaFormatException("patch of " + name + ": " + e.getMessage(), e);
+                }
             }
         }
     }
@@ -183,6 +262,14 @@ public final class TensorPatch {
             case DENSE_XOR -> kernels.xorInto(tensor, values);
             case SCATTER -> kernels.scatter(tensor, width, positions, 8, values, count);
             case SCATTER_XOR -> kernels.scatterXor(tensor, width, positions, 8, values, count);
+            case DENSE_XOR_FRAME -> {
+                try (Windows w = windows()) {
+                    for (long off = 0; off < byteLength; off += STREAM_BLOCK) {
+                        MemorySegment win = tensor.asSlice(off, Math.min(STREAM_BLOCK, byteLength - off));
+                        w.patch(win, off, win);
+                    }
+                }
+            }
         }
     }
 }

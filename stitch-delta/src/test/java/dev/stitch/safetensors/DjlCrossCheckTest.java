@@ -50,8 +50,10 @@ class DjlCrossCheckTest {
             }
             case "getName" -> slot[0].name();
             case "getShape" -> new Shape(slot[0].shape());
+            case "size" -> args == null ? new Shape(slot[0].shape()).size() : new Shape(slot[0].shape()).size((int) args[0]);
             case "getDataType" -> slot[0].dtype();
             case "toByteBuffer" -> ByteBuffer.wrap(slot[0].bytes()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            case "toByteArray" -> slot[0].bytes().clone();
             case "getManager" -> manager;
             case "hashCode" -> System.identityHashCode(p);
             case "equals" -> p == args[0];

@@ -86,7 +86,19 @@ public final class ChunkedKernels implements AutoCloseable {
     public long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
                            MemorySegment positions, int positionWidth, MemorySegment values,
                            boolean xorValues, boolean updateSnapshot) {
-        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values);
+        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values, updateSnapshot);
+        if (threads == 1) {
+            // One thread: each chunk appends where the previous one stopped, so nothing needs moving afterwards.
+            long k = 0;
+            long bytes = old.byteSize();
+            for (long from = 0; from < bytes; from += chunkBytes) {
+                long len = Math.min(chunkBytes, bytes - from);
+                k += kernels.diffGather(old.asSlice(from, len), neu.asSlice(from, len), width, baseIndex + from / width,
+                    positions.asSlice(k * positionWidth, len / width * positionWidth), positionWidth,
+                    values.asSlice(k * width, len), xorValues, updateSnapshot);
+            }
+            return k;
+        }
         long[] counts = forEachChunk(old.byteSize(), (from, to) -> {
             long first = from / width;
             long elems = (to - from) / width;
@@ -140,6 +152,7 @@ public final class ChunkedKernels implements AutoCloseable {
         if (dst.byteSize() < payload.byteSize()) {
             throw new IllegalArgumentException("xor payload of " + payload.byteSize() + " bytes is larger than the destination's " + dst.byteSize());
         }
+        KernelArgs.writable(dst, "destination");
         forEachChunk(payload.byteSize(), (from, to) -> {
             kernels.xorInto(dst.asSlice(from, to - from), payload.asSlice(from, to - from));
             return 0;

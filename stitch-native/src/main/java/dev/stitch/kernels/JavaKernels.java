@@ -115,7 +115,7 @@ final class JavaKernels implements DeltaKernels {
     public long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
                            MemorySegment positions, int positionWidth, MemorySegment values,
                            boolean xorValues, boolean updateSnapshot) {
-        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values);
+        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values, updateSnapshot);
         long bytes = old.byteSize();
         long words = bytes >>> 3;
         int lanes = 8 / width;
@@ -248,6 +248,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.gapWidth(gapWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.holds(gaps, count, gapWidth, "gaps");
+        KernelArgs.writable(gaps, "gaps");
         long prev = -1;
         for (long k = 0; k < count; k++) {
             long p = readPosition(positions, positionWidth, k);
@@ -262,6 +263,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.gapWidth(gapWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.holds(gaps, count, gapWidth, "gaps");
+        KernelArgs.writable(positions, "positions");
         long prev = -1;
         for (long k = 0; k < count; k++) {
             prev += get(gaps, gapWidth, k * gapWidth) + 1;
@@ -287,6 +289,7 @@ final class JavaKernels implements DeltaKernels {
     public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
         long needed = escapedGapUnits(positions, positionWidth, count);
         KernelArgs.holds(units, needed, 2, "gap units");
+        KernelArgs.writable(units, "gap units");
         long prev = -1;
         long u = 0;
         for (long k = 0; k < count; k++) {
@@ -308,6 +311,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.positionWidth(positionWidth);
         KernelArgs.escaped(units, unitCount);
         KernelArgs.holds(positions, maxCount, positionWidth, "positions");
+        KernelArgs.writable(positions, "positions");
         long effectiveLimit = positionWidth == 4 ? Math.min(limit, KernelArgs.U32_MAX + 1) : limit;
         long prev = -1;
         long gap = 0;
@@ -411,6 +415,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.width(width);
         KernelArgs.escaped(units, unitCount);
         KernelArgs.holds(values, count, width, "values");
+        KernelArgs.writable(dst, "destination");
         long limit = dst.byteSize() / width;
         validateEscaped(units, unitCount, count, limit);
         long prev = -1;
@@ -471,6 +476,7 @@ final class JavaKernels implements DeltaKernels {
         if (dst.byteSize() < bytes) {
             throw new IllegalArgumentException("xor payload of " + bytes + " bytes is larger than the destination's " + dst.byteSize());
         }
+        KernelArgs.writable(dst, "destination");
         long words = bytes >>> 3;
         for (long w = 0; w < words; w++) {
             long off = w << 3;
@@ -485,6 +491,7 @@ final class JavaKernels implements DeltaKernels {
     public void overwriteBytes(MemorySegment dst, MemorySegment offsets, MemorySegment bytes, long count) {
         KernelArgs.holds(offsets, count, 4, "offsets");
         KernelArgs.holds(bytes, count, 1, "bytes");
+        KernelArgs.writable(dst, "destination");
         long limit = dst.byteSize();
         for (long k = 0; k < count; k++) {
             long off = offsets.get(LE32, k << 2) & 0xFFFF_FFFFL;
@@ -590,6 +597,7 @@ final class JavaKernels implements DeltaKernels {
 
     @Override
     public void streamFill(MemorySegment data, byte value) {
+        KernelArgs.writable(data, "fill target");
         data.fill(value);
     }
 }

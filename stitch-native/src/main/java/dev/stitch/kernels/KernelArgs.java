@@ -54,6 +54,13 @@ final class KernelArgs {
         }
     }
 
+    /** Kernels write through raw addresses, so a read-only segment must be refused before the call. */
+    static void writable(MemorySegment seg, String what) {
+        if (seg.isReadOnly()) {
+            throw new IllegalArgumentException(what + " is read-only");
+        }
+    }
+
     /** Returns the element count of two equally sized segments of whole elements. */
     static long pair(MemorySegment old, MemorySegment neu, int width) {
         width(width);
@@ -67,7 +74,7 @@ final class KernelArgs {
     }
 
     static void diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
-                           MemorySegment positions, int positionWidth, MemorySegment values) {
+                           MemorySegment positions, int positionWidth, MemorySegment values, boolean updateSnapshot) {
         long n = pair(old, neu, width);
         positionWidth(positionWidth);
         if (baseIndex < 0) {
@@ -75,6 +82,11 @@ final class KernelArgs {
         }
         holds(positions, n, positionWidth, "positions");
         holds(values, n, width, "values");
+        writable(positions, "positions");
+        writable(values, "values");
+        if (updateSnapshot) {
+            writable(old, "the snapshot (old)");
+        }
         if (positionWidth == 4 && n > 0 && baseIndex + n - 1 > U32_MAX) {
             throw new IllegalArgumentException("element index " + (baseIndex + n - 1) + " does not fit a 4-byte position");
         }
@@ -95,6 +107,7 @@ final class KernelArgs {
         width(width);
         holds(src, count, width, "source");
         holds(dst, count, width, "destination");
+        writable(dst, "destination");
     }
 
     static void scatter(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count) {
@@ -102,6 +115,7 @@ final class KernelArgs {
         positionWidth(positionWidth);
         holds(positions, count, positionWidth, "positions");
         holds(values, count, width, "values");
+        writable(dst, "destination");
     }
 
     static void escaped(MemorySegment units, long unitCount) {

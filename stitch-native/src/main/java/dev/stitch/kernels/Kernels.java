@@ -4,7 +4,9 @@ import java.util.List;
 
 /**
  * Chooses the delta kernels once per process: native when the packaged library loads and
- * {@code -Dstitch.native=false} is not set, else the pure-Java fallback.
+ * {@code -Dstitch.native=false} is not set, else the pure-Java fallback. Two more properties
+ * serve diagnosis: {@code -Dstitch.native.path=FILE} loads that library file first, and
+ * {@code -Dstitch.native.isa=scalar|avx2|avx512} caps the instruction set the C kernels dispatch to.
  */
 public final class Kernels {
 

@@ -130,10 +130,7 @@ final class NativeKernels implements DeltaKernels {
     public long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex,
                            MemorySegment positions, int positionWidth, MemorySegment values,
                            boolean xorValues, boolean updateSnapshot) {
-        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values);
-        if (old.isReadOnly() && updateSnapshot) {
-            throw new IllegalArgumentException("cannot update a read-only snapshot");
-        }
+        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values, updateSnapshot);
         try {
             return (long) diffGather.invokeExact(old, neu, old.byteSize(), width, baseIndex, positions, positionWidth, values,
                 xorValues ? 1 : 0, updateSnapshot ? 1 : 0);
@@ -186,6 +183,7 @@ final class NativeKernels implements DeltaKernels {
         KernelArgs.gapWidth(gapWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.holds(gaps, count, gapWidth, "gaps");
+        KernelArgs.writable(gaps, "gaps");
         try {
             encodeGaps.invokeExact(positions, positionWidth, count, gaps, gapWidth);
         } catch (Throwable t) {
@@ -199,6 +197,7 @@ final class NativeKernels implements DeltaKernels {
         KernelArgs.gapWidth(gapWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.holds(gaps, count, gapWidth, "gaps");
+        KernelArgs.writable(positions, "positions");
         try {
             decodeGaps.invokeExact(gaps, gapWidth, count, positions, positionWidth);
         } catch (Throwable t) {
@@ -221,6 +220,7 @@ final class NativeKernels implements DeltaKernels {
     public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
         long needed = escapedGapUnits(positions, positionWidth, count);
         KernelArgs.holds(units, needed, 2, "gap units");
+        KernelArgs.writable(units, "gap units");
         try {
             return (long) encodeEscaped.invokeExact(positions, positionWidth, count, units);
         } catch (Throwable t) {
@@ -234,6 +234,7 @@ final class NativeKernels implements DeltaKernels {
         KernelArgs.positionWidth(positionWidth);
         KernelArgs.escaped(units, unitCount);
         KernelArgs.holds(positions, maxCount, positionWidth, "positions");
+        KernelArgs.writable(positions, "positions");
         long effectiveLimit = positionWidth == 4 ? Math.min(limit, KernelArgs.U32_MAX + 1) : limit;
         long[] detail = new long[1];
         long r;
@@ -308,6 +309,7 @@ final class NativeKernels implements DeltaKernels {
         KernelArgs.width(width);
         KernelArgs.escaped(units, unitCount);
         KernelArgs.holds(values, count, width, "values");
+        KernelArgs.writable(dst, "destination");
         long limit = dst.byteSize() / width;
         long[] summary = new long[2];
         try {
@@ -328,6 +330,7 @@ final class NativeKernels implements DeltaKernels {
         if (dst.byteSize() < payload.byteSize()) {
             throw new IllegalArgumentException("xor payload of " + payload.byteSize() + " bytes is larger than the destination's " + dst.byteSize());
         }
+        KernelArgs.writable(dst, "destination");
         try {
             xorInto.invokeExact(dst, payload, payload.byteSize());
         } catch (Throwable t) {
@@ -339,6 +342,7 @@ final class NativeKernels implements DeltaKernels {
     public void overwriteBytes(MemorySegment dst, MemorySegment offsets, MemorySegment bytes, long count) {
         KernelArgs.holds(offsets, count, 4, "offsets");
         KernelArgs.holds(bytes, count, 1, "bytes");
+        KernelArgs.writable(dst, "destination");
         long r;
         try {
             r = (long) overwriteBytes.invokeExact(dst, dst.byteSize(), offsets, bytes, count);
@@ -392,9 +396,7 @@ final class NativeKernels implements DeltaKernels {
 
     @Override
     public void streamFill(MemorySegment data, byte value) {
-        if (data.isReadOnly()) {
-            throw new IllegalArgumentException("cannot fill a read-only segment");
-        }
+        KernelArgs.writable(data, "fill target");
         try {
             streamFill.invokeExact(data, data.byteSize(), (int) value);
         } catch (Throwable t) {

@@ -44,7 +44,7 @@ final class VectorScan {
         };
     }
 
-    /** Counts over whole vectors; returns the count and leaves the tail to the caller via {@link #vectorBytes}. */
+    /** Counts changes within the whole vectors of the input; the caller handles the bytes past {@link #vectorBytes}. */
     static long countChanged(MemorySegment old, MemorySegment neu, int width, long bytes) {
         long c = 0;
         for (long off = 0; off + VB <= bytes; off += VB) {
@@ -63,7 +63,7 @@ final class VectorScan {
         return bytes - bytes % VB;
     }
 
-    /** The fused diff over whole vectors; returns the number of changes written from slot {@code k0}. */
+    /** The fused diff over the whole vectors of the input; returns the number of changes written from slot 0. */
     static long diffGather(MemorySegment old, MemorySegment neu, int width, long baseIndex, long bytes,
                            MemorySegment positions, int positionWidth, MemorySegment values,
                            boolean xorValues, boolean updateSnapshot) {

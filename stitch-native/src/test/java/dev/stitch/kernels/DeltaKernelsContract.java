@@ -200,6 +200,34 @@ public abstract class DeltaKernelsContract {
     }
 
     @Test
+    void readOnlyOutputsAreRefused() {
+        DeltaKernels k = kernels();
+        MemorySegment a = MemorySegment.ofArray(new byte[16]);
+        MemorySegment b = MemorySegment.ofArray(new byte[16]);
+        b.set(ValueLayout.JAVA_BYTE, 0, (byte) 1);
+        MemorySegment ro = MemorySegment.ofArray(new byte[64]).asReadOnly();
+        MemorySegment rw = MemorySegment.ofArray(new byte[64]);
+        assertThrows(IllegalArgumentException.class, () -> k.diffGather(a.asReadOnly(), b, 2, 0, rw, 4, rw, false, true));
+        assertThrows(IllegalArgumentException.class, () -> k.diffGather(a, b, 2, 0, ro, 4, rw, false, false));
+        assertThrows(IllegalArgumentException.class, () -> k.diffGather(a, b, 2, 0, rw, 4, ro, false, false));
+        assertEquals(1, k.diffGather(a.asReadOnly(), b, 2, 0, rw, 4, MemorySegment.ofArray(new byte[16]), false, false));
+        MemorySegment pos = MemorySegment.ofArray(positionsBytes(new long[] {1}, 4));
+        assertThrows(IllegalArgumentException.class, () -> k.scatter(ro, 2, pos, 4, rw, 1));
+        assertThrows(IllegalArgumentException.class, () -> k.scatterXor(ro, 2, pos, 4, rw, 1));
+        MemorySegment unit = MemorySegment.ofArray(unitsBytes(new short[] {1}));
+        assertThrows(IllegalArgumentException.class, () -> k.scatterEscapedGaps(ro, 2, unit, 1, rw, 1, false));
+        assertThrows(IllegalArgumentException.class, () -> k.xorInto(ro, rw.asSlice(0, 8)));
+        assertThrows(IllegalArgumentException.class, () -> k.encodeGaps(pos, 4, 1, ro, 2));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeGaps(rw, 2, 1, ro, 4));
+        assertThrows(IllegalArgumentException.class, () -> k.encodeEscapedGaps(pos, 4, 1, ro));
+        assertThrows(IllegalArgumentException.class, () -> k.decodeEscapedGaps(unit, 1, ro, 4, 1, 10));
+        assertThrows(IllegalArgumentException.class, () -> k.splitPlanes(rw, 2, 4, ro));
+        assertThrows(IllegalArgumentException.class, () -> k.mergePlanes(rw, 2, 4, ro));
+        assertThrows(IllegalArgumentException.class, () -> k.overwriteBytes(ro, MemorySegment.ofArray(new byte[4]), rw, 1));
+        assertThrows(IllegalArgumentException.class, () -> k.streamFill(ro, (byte) 1));
+    }
+
+    @Test
     void nanDetectionPerDtype() {
         DeltaKernels k = kernels();
         check(k, Dtype.BF16, new long[] {0x7F80, 0xFF80, 0x3F80, 0x0000, 0x8000}, false);

@@ -14,6 +14,11 @@ import org.junit.jupiter.api.Test;
  */
 class NativeKernelsTest extends DeltaKernelsContract {
 
+    @org.junit.jupiter.api.BeforeAll
+    static void requireNative() {
+        NativeTestSupport.requireNative();
+    }
+
     @Override
     protected DeltaKernels kernels() {
         return Kernels.nativeKernels();

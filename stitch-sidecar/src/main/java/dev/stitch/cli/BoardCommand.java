@@ -45,7 +45,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
         throw new ParameterException(spec.commandLine(), "missing subcommand: init, show, verify or gc");
     }
 
-    /** Options shared by the reading subcommands. */
+    /** Options shared by the reading subcommands (a picocli mixin). */
     static final class ReadOptions {
         @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory.")
         Path root;
@@ -106,14 +106,14 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                     + "\"run_id\", \"anchor\", \"files\", \"created_at\"} or {\"version\", \"error\"}, ...]}.")
     static final class Show implements Runnable {
         @picocli.CommandLine.Mixin
-        ReadOptionsMixin read;
+        ReadOptions read;
 
         @Option(names = "--json", description = "Print one JSON object on stdout instead of the table.")
         boolean json;
 
         @Override
         public void run() {
-            BulletinBoard board = read.options.open();
+            BulletinBoard board = read.open();
             LatestPointer p;
             try {
                 p = board.readLatest();
@@ -160,14 +160,20 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             }
             if (json) {
                 out.println(CanonicalJson.toText(doc));
+                return;
+            }
+            if (board instanceof FilesystemBulletinBoard fs) {
+                try {
+                    List<String> leftovers = fs.leftovers();
+                    if (!leftovers.isEmpty()) {
+                        out.println("leftovers of interrupted publishes (removed by 'stitch board gc' after the grace period):");
+                        leftovers.forEach(l -> out.println("  " + l));
+                    }
+                } catch (IOException e) {
+                    out.println("cannot list leftovers: " + e.getMessage());
+                }
             }
         }
-    }
-
-    /** Wraps {@link ReadOptions} so that subcommands can mix it in. */
-    static final class ReadOptionsMixin {
-        @picocli.CommandLine.ArgGroup(exclusive = false, multiplicity = "1")
-        ReadOptions options;
     }
 
     @Command(name = "verify", mixinStandardHelpOptions = true,
@@ -176,7 +182,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                     + "artifact. Exits non-zero naming the first bad file (relative to the root) and what is wrong.")
     static final class Verify implements Runnable {
         @picocli.CommandLine.Mixin
-        ReadOptionsMixin read;
+        ReadOptions read;
 
         @Option(names = "--from", paramLabel = "N", description = "First version to check (default: newest anchor <= latest, else 1).")
         Long from;
@@ -187,7 +193,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
 
         @Override
         public void run() {
-            BulletinBoard board = read.options.open();
+            BulletinBoard board = read.open();
             LatestPointer p;
             ProtocolException pointerProblem = null;
             try {

@@ -13,11 +13,11 @@ import picocli.CommandLine.Option;
 @Command(name = "ref-engine",
         mixinStandardHelpOptions = true,
         description = {
-            "Serve a safetensors checkpoint with the SGLang-compatible reference engine (no GPU):",
-            "/generate, /v1/completions, /v1/chat/completions (with streaming), weight loads",
-            "(/update_weights_from_disk incl. load_format=delta), pause/continue, abort and flush.",
-            "Outputs are a deterministic function of the prompt and the weights digest, which every",
-            "response reports in meta_info.weights_digest. GET /debug/calls lists recorded requests."
+            "Serve a safetensors checkpoint with the SGLang-compatible reference engine (no GPU): "
+                + "/generate, /v1/completions, /v1/chat/completions (with streaming), weight loads "
+                + "(/update_weights_from_disk incl. load_format=delta), pause/continue, abort and flush.",
+            "Outputs are a deterministic function of the prompt and the weights digest, which every "
+                + "response reports in meta_info.weights_digest. GET /debug/calls lists recorded requests."
         })
 public final class RefEngineCommand implements StitchSubcommand, Runnable {
 

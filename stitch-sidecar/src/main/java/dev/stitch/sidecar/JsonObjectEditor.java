@@ -32,16 +32,14 @@ final class JsonObjectEditor {
     }
 
     private final byte[] src;
-    private final int open;
     private final int close;
     private final List<Member> members;
     private final List<Splice> splices = new ArrayList<>();
     private final List<byte[]> appended = new ArrayList<>();
     private final BitSet removed = new BitSet();
 
-    private JsonObjectEditor(byte[] src, int open, int close, List<Member> members) {
+    private JsonObjectEditor(byte[] src, int close, List<Member> members) {
         this.src = src;
-        this.open = open;
         this.close = close;
         this.members = members;
     }
@@ -102,7 +100,7 @@ final class JsonObjectEditor {
             if (open < 0 || close < 0 || json[open] != '{' || json[close] != '}') {
                 throw new IOException("cannot locate the object's braces");
             }
-            return new JsonObjectEditor(json, open, close, members);
+            return new JsonObjectEditor(json, close, members);
         }
     }
 

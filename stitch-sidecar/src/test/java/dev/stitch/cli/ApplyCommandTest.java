@@ -171,6 +171,20 @@ class ApplyCommandTest {
         assertTrue(disk.out().contains("overwrite, zstd, xxh3-128, 5 changed tensors"), disk.out());
         Run plain = stitch("inspect", fx.resolve("disk-v2/base/model.safetensors").toString());
         assertTrue(plain.out().contains("format: pt"), plain.out());
+        try (SafetensorsFile old = SafetensorsFile.open(fx.resolve("disk-v2/base/model.safetensors"));
+             SafetensorsFile neu = SafetensorsFile.open(fx.resolve("disk-v2/expected/weight_v000001/model.safetensors"))) {
+            List<TensorChange> changes = new ArrayList<>();
+            for (TensorEntry e : neu.header().tensors()) {
+                TensorChange c = diff(e, old.tensor(e.name()), neu.tensor(e));
+                if (c != null) {
+                    changes.add(c);
+                }
+            }
+            StitchDeltaWriter.defaults().write(1, changes, tmp.resolve("sd"));
+        }
+        Run sd = stitch("inspect", tmp.resolve("sd/delta-00000.stdelta").toString());
+        assertEquals(0, sd.code(), sd.err());
+        assertTrue(sd.out().contains("stitch_delta (stitch-delta-1)") && sd.out().contains("version 1, base 0, 5 records"), sd.out());
         Path bad = tmp.resolve("bad.safetensors");
         byte[] b = Files.readAllBytes(fx.resolve("sparse-v1/deltas/weight_v000001/rank0000_flush000001.safetensors"));
         b[b.length - 1] ^= 1;

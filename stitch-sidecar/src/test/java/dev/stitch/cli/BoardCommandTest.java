@@ -38,16 +38,18 @@ class BoardCommandTest {
     }
 
     private static Run run(String... args) {
-        CommandLine cl = StitchCli.commandLine();
-        StringWriter err = new StringWriter();
-        cl.setErr(new PrintWriter(err));
         PrintStream saved = System.out;
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         int code;
+        StringWriter err = new StringWriter();
         try {
+            // built after redirecting System.out, so that picocli's own writer (--help) is captured too
+            CommandLine cl = StitchCli.commandLine();
+            cl.setErr(new PrintWriter(err));
             code = cl.execute(args);
         } finally {
+            System.out.flush();
             System.setOut(saved);
         }
         return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString());
@@ -198,6 +200,6 @@ class BoardCommandTest {
         }
         Run help = run("board", "verify", "--help");
         assertEquals(0, help.code());
-        assertTrue(help.out().contains("--require-checksums"));
+        assertTrue(help.out().contains("--require-checksums"), help.out() + " / " + help.err());
     }
 }

@@ -532,6 +532,22 @@ class ProxyServerTest {
     }
 
     @Test
+    void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+        engine.script = (ctx, req) -> {
+            String text = req.content().toString(StandardCharsets.UTF_8);
+            ctx.writeAndFlush(StubEngine.json(200, "{\"echo\":" + (text.contains("\"first\"") ? 1 : 2) + "}"));
+        };
+        try (RawHttp c = new RawHttp(port)) {
+            byte[] a = "{\"prompt\":\"first\"}".getBytes(StandardCharsets.UTF_8);
+            byte[] b = "{\"prompt\":\"second\"}".getBytes(StandardCharsets.UTF_8);
+            c.send("POST", "/v1/completions", a, "Content-Type: application/json");
+            c.send("POST", "/v1/completions", b, "Content-Type: application/json");
+            assertTrue(c.read().text().startsWith("{\"echo\":1,"));
+            assertTrue(c.read().text().startsWith("{\"echo\":2,"));
+        }
+    }
+
+    @Test
     void portAcceptsBeforeAnyCatchUp() throws Exception {
         // start() returned: the listener is bound and answering without any sync having happened.
         assertNotNull(RawHttp.exchange(port, "GET", "/health", null));

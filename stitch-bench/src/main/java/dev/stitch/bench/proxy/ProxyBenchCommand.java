@@ -88,7 +88,8 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
         BenchResults results = new BenchResults("proxy");
         try (ReferenceEngine engine = new ReferenceEngine(ReferenceEngine.Config.local(tinyModel(work))).start();
              SidecarProcess sidecar = SidecarProcess.start(work, engine.url(), sidecarHeap)) {
-            progress("engine " + engine.url() + ", sidecar pid " + sidecar.pid() + " on port " + sidecar.port());
+            progress(String.format(Locale.ROOT, "engine %s, sidecar pid %d on port %d; about %.0f s to go",
+                    engine.url(), sidecar.pid(), sidecar.port(), 2 * warmupS + (2 * rps.size() + 2) * durationS));
             sidecar.awaitReady(Duration.ofSeconds(60));
             measure(results, engine.port(), sidecar);
         } catch (IOException e) {
@@ -100,7 +101,7 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
             deleteTree(work);
         }
         results.printTable(System.out, "path", "rps_offered", "rps_achieved", "p50_ms", "p99_ms", "errors",
-                "requests", "added_p99_ms", "proxy_cpu_ms_per_req");
+                "requests", "added_p99_ms", "proxy_cpu_ms_per_req", "proxy_cpu_ms_per_req_excl_jit");
         if (json != null) {
             results.writeJson(json);
         }
@@ -126,34 +127,38 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
         try (LoadGenerator direct = new LoadGenerator("127.0.0.1", enginePort, "/generate", body, conns);
              LoadGenerator viaSidecar = new LoadGenerator("127.0.0.1", sidecar.port(), "/generate", body, conns)) {
             if (warmupS > 0) {
+                // Both load shapes run once unmeasured, so the sidecar's JIT has compiled the paths each uses.
+                double top = rps.stream().mapToDouble(Double::doubleValue).max().orElse(1000);
                 progress("warming up " + warmupS + " s per path");
-                direct.closedLoop(warmupS);
-                viaSidecar.closedLoop(warmupS);
+                direct.closedLoop(warmupS / 2);
+                viaSidecar.closedLoop(warmupS / 2);
+                direct.openLoop(top, warmupS / 2);
+                viaSidecar.openLoop(top, warmupS / 2);
             }
             for (double r : rps) {
                 progress(String.format(Locale.ROOT, "open loop at %.0f req/s, %.1f s per path", r, durationS));
                 LoadGenerator.Result d = direct.openLoop(r, durationS);
-                long cpu0 = sidecar.cpuNanos();
+                long[] cpu0 = sidecar.cpuNanos();
                 LoadGenerator.Result s = viaSidecar.openLoop(r, durationS);
-                long cpu1 = sidecar.cpuNanos();
-                row(results, "direct", r, d, null, Double.NaN);
-                row(results, "sidecar", r, s, d, (cpu1 - cpu0) / 1e6 / Math.max(1, s.completed() + s.errors()));
+                long[] cpu1 = sidecar.cpuNanos();
+                row(results, "direct", r, d, null, null, null);
+                row(results, "sidecar", r, s, d, cpu0, cpu1);
             }
             progress(String.format(Locale.ROOT, "closed loop, %d connections, %.1f s per path", concurrency, durationS));
             try (LoadGenerator directSat = new LoadGenerator("127.0.0.1", enginePort, "/generate", body, concurrency);
                  LoadGenerator sidecarSat = new LoadGenerator("127.0.0.1", sidecar.port(), "/generate", body, concurrency)) {
                 LoadGenerator.Result d = directSat.closedLoop(durationS);
-                long cpu0 = sidecar.cpuNanos();
+                long[] cpu0 = sidecar.cpuNanos();
                 LoadGenerator.Result s = sidecarSat.closedLoop(durationS);
-                long cpu1 = sidecar.cpuNanos();
-                row(results, "direct", 0, d, null, Double.NaN);
-                row(results, "sidecar", 0, s, d, (cpu1 - cpu0) / 1e6 / Math.max(1, s.completed() + s.errors()));
+                long[] cpu1 = sidecar.cpuNanos();
+                row(results, "direct", 0, d, null, null, null);
+                row(results, "sidecar", 0, s, d, cpu0, cpu1);
             }
         }
     }
 
     private static void row(BenchResults results, String path, double offered, LoadGenerator.Result r,
-                            LoadGenerator.Result direct, double cpuMsPerReq) {
+                            LoadGenerator.Result direct, long[] cpuBefore, long[] cpuAfter) {
         Map<String, Object> row = results.row();
         row.put("path", path);
         row.put("rps_offered", offered);
@@ -164,7 +169,10 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
         row.put("requests", r.completed());
         if (direct != null) {
             row.put("added_p99_ms", round(r.percentileMillis(0.99) - direct.percentileMillis(0.99), 3));
-            row.put("proxy_cpu_ms_per_req", round(cpuMsPerReq, 4));
+            long proxied = Math.max(1, r.completed() + r.errors());
+            row.put("proxy_cpu_ms_per_req", round((cpuAfter[0] - cpuBefore[0]) / 1e6 / proxied, 4));
+            // The same figure without the JIT compiler threads, which keep compiling on a busy machine.
+            row.put("proxy_cpu_ms_per_req_excl_jit", round((cpuAfter[1] - cpuBefore[1]) / 1e6 / proxied, 4));
         }
     }
 
@@ -283,13 +291,35 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
         }
 
 
-        /** utime + stime of the child, from /proc/&lt;pid&gt;/stat. */
-        long cpuNanos() throws IOException {
-            String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
-            // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        /**
+         * CPU time of the child: {@code [0]} utime + stime of the whole process from
+         * /proc/&lt;pid&gt;/stat, {@code [1]} the same summed over its threads other than the JIT
+         * compiler threads (/proc/&lt;pid&gt;/task/*&#47;stat).
+         */
+        long[] cpuNanos() throws IOException {
+            Path proc = Path.of("/proc", Long.toString(process.pid()));
+            long total = ticks(Files.readString(proc.resolve("stat")));
+            long withoutJit = 0;
+            try (Stream<Path> tasks = Files.list(proc.resolve("task"))) {
+                for (Path t : tasks.toList()) {
+                    try {
+                        String comm = Files.readString(t.resolve("comm")).trim();
+                        if (!comm.contains("CompilerThre")) {
+                            withoutJit += ticks(Files.readString(t.resolve("stat")));
+                        }
+                    } catch (IOException e) {
+                        // The thread exited between listing and reading: it no longer matters.
+                    }
+                }
+            }
+            return new long[] {total * 1_000_000_000L / ticksPerSecond, withoutJit * 1_000_000_000L / ticksPerSecond};
+        }
+
+        /** utime + stime (fields 14 and 15) of a stat line, in clock ticks. */
+        private static long ticks(String stat) {
+            // Fields after the parenthesised command name, which may itself contain spaces.
             String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            long ticks = Long.parseLong(f[11]) + Long.parseLong(f[12]);
-            return ticks * 1_000_000_000L / ticksPerSecond;
+            return Long.parseLong(f[11]) + Long.parseLong(f[12]);
         }
 
         private static long clockTicks() {

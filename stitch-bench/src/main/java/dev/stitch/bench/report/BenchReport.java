@@ -105,10 +105,10 @@ public final class BenchReport {
             }
         }
         chart("publish-encode.png", encode.isEmpty() ? null : f -> ChartSet.xy(f, "Encode throughput vs density",
-                "density (fraction of elements changed)", "GB/s of model", encode, true, false),
+                "density (fraction of elements changed)", "GB/s of model", encode, false, false),
                 "Model bytes divided by encode time (diff, compression, checksums, format writing) for each backend/encoding.");
         chart("publish-apply.png", apply.isEmpty() ? null : f -> ChartSet.xy(f, "Host apply throughput vs density",
-                "density (fraction of elements changed)", "GB/s of model", apply, true, false),
+                "density (fraction of elements changed)", "GB/s of model", apply, false, false),
                 "Model bytes divided by host-apply time (decode, scatter, per-tensor digest verification).");
         chart("publish-bytes.png", bytes.isEmpty() ? null : f -> ChartSet.bars(f, "Bytes on the board per GiB of model",
                 "backend/encoding", "MB per GiB of model", bytes),

@@ -64,6 +64,9 @@ final class SimulationPipeline {
         ExecutorService wire = stage("simulate-transfer");
         ExecutorService applier = stage("simulate-apply");
         try {
+            // Long-lived stage threads exist before the step ends, as a publisher's and a sidecar's would.
+            CompletableFuture.allOf(CompletableFuture.runAsync(() -> { }, encoder), CompletableFuture.runAsync(() -> { }, wire),
+                    CompletableFuture.runAsync(() -> { }, applier)).join();
             long stepEnd = System.nanoTime();
             List<CompletableFuture<Chunk>> done = new ArrayList<>();
             for (int i = 0; i < codec.chunks(); i++) {

@@ -104,8 +104,12 @@ public final class DiskDeltaVersion {
     private static TensorPatch decode(MemorySegment frame, TensorSpec target, ValueMode mode, String digest, String format, String what) {
         long len = target.byteLength();
         if (mode == ValueMode.XOR) {
-            byte[] payload = ZstdFrames.decompressExactly(frame, len, what);
-            return TensorPatch.dense(target.name(), 1, true, MemorySegment.ofArray(payload), digest, format);
+            byte[] compressed = frame.toArray(ValueLayout.JAVA_BYTE);
+            long declared = ZstdFrames.declaredSize(compressed, len, what);
+            if (declared != len) {
+                throw new DeltaFormatException(what + ": xor payload declares " + declared + " bytes, the tensor has " + len);
+            }
+            return TensorPatch.denseXorFrame(target.name(), len, compressed, digest, format);
         }
         byte[] payload = ZstdFrames.decompress(frame, 4 + 5 * len, what);
         if (payload.length < 4) {

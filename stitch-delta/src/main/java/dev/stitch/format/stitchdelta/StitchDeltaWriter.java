@@ -14,6 +14,7 @@ import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.safetensors.SafetensorsWriter;
@@ -158,25 +159,23 @@ public final class StitchDeltaWriter {
         if (count > Integer.MAX_VALUE - 8 || count < 0 || count > numel) {
             throw new IllegalArgumentException("tensor " + spec.name() + ": bad change count " + count);
         }
-        long[] pos = new long[(int) count];
-        for (int k = 0; k < count; k++) {
-            pos[k] = c.positionWidth() == 4 ? c.positions().get(U32, 4L * k) & 0xFFFFFFFFL : c.positions().get(U64, 8L * k);
-        }
         boolean xor = mode == ValueMode.XOR;
         MemorySegment values = c.values().asSlice(0, count * w);
         if (xor != c.xorValues()) {
             // xor and new bits convert into each other by XOR with the base element
             byte[] conv = values.toArray(ValueLayout.JAVA_BYTE);
             for (int k = 0; k < count; k++) {
+                long p = c.positionWidth() == 4 ? c.positions().get(U32, 4L * k) & 0xFFFFFFFFL : c.positions().get(U64, 8L * k);
                 for (int b = 0; b < w; b++) {
-                    conv[k * w + b] ^= c.oldTensor().get(ValueLayout.JAVA_BYTE, pos[k] * w + b);
+                    conv[k * w + b] ^= c.oldTensor().get(ValueLayout.JAVA_BYTE, p * w + b);
                 }
             }
             values = MemorySegment.ofArray(conv);
         }
-        long units = GapCodec.unitCount(pos);
+        DeltaKernels kernels = Kernels.get();
+        long units = kernels.escapedGapUnits(c.positions(), c.positionWidth(), count);
         byte[] gapBytes = new byte[Math.toIntExact(units * 2)];
-        GapCodec.encode(pos, MemorySegment.ofArray(gapBytes));
+        kernels.encodeEscapedGaps(c.positions(), c.positionWidth(), count, MemorySegment.ofArray(gapBytes));
         List<byte[][]> sparse = new ArrayList<>(2 + w);
         sparse.addAll(storePlanes(splitPlanes(MemorySegment.ofArray(gapBytes), 2, units), 2));
         sparse.addAll(storePlanes(splitPlanes(values, w, count), w));

@@ -13,6 +13,7 @@ import dev.stitch.format.TensorPatch;
 import dev.stitch.format.TestChanges;
 import dev.stitch.format.WriteResult;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.kernels.Kernels;
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
 import java.io.IOException;
@@ -105,20 +106,31 @@ class StitchDeltaTest {
         }
     }
 
+    /** The escaped u16 gap stream of ascending positions, through the writer's kernels. */
+    private static byte[] escapedGaps(long[] pos) {
+        MemorySegment p = MemorySegment.ofArray(new byte[pos.length * 8]);
+        for (int i = 0; i < pos.length; i++) {
+            p.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 8L * i, pos[i]);
+        }
+        long units = Kernels.get().escapedGapUnits(p, 8, pos.length);
+        byte[] out = new byte[(int) (2 * units)];
+        assertEquals(units, Kernels.get().encodeEscapedGaps(p, 8, pos.length, MemorySegment.ofArray(out)));
+        return out;
+    }
+
     @Test
     void gapCodecEscapes() {
         long[] pos = {0, 65535, 65535 + 65536, 65535 + 65536 + 65537, 65535 + 65536 + 65537 + 131071};
         // gaps: 0, 65534, 65535, 65536, 131070
-        byte[] units = new byte[2 * (int) GapCodec.unitCount(pos)];
-        long n = GapCodec.encode(pos, MemorySegment.ofArray(units));
+        byte[] units = escapedGaps(pos);
+        long n = units.length / 2;
         assertEquals(1 + 1 + 2 + 2 + 3, n);
         assertEquals("0000" + "feff" + "ffff0000" + "ffff0100" + "ffffffff0000", HexFormat.of().formatHex(units));
         assertArrayEquals(pos, longs(StitchDeltaFile.decodeGaps(MemorySegment.ofArray(units), n, pos.length, Long.MAX_VALUE, "t")));
         long[] far = {(1L << 32) + 7};
-        long farUnits = GapCodec.unitCount(far);
-        assertEquals((1L << 32) / 65535 + 1, farUnits - 0, "first index >= 2^32 needs ~65537 escapes");
-        byte[] fu = new byte[(int) (2 * farUnits)];
-        GapCodec.encode(far, MemorySegment.ofArray(fu));
+        byte[] fu = escapedGaps(far);
+        long farUnits = fu.length / 2;
+        assertEquals((1L << 32) / 65535 + 1, farUnits, "first index >= 2^32 needs ~65537 escapes");
         assertArrayEquals(far, longs(StitchDeltaFile.decodeGaps(MemorySegment.ofArray(fu), farUnits, 1, 1L << 33, "t")));
         assertThrows(DeltaFormatException.class, () -> StitchDeltaFile.decodeGaps(MemorySegment.ofArray(fu), farUnits, 1, 1L << 32, "t"));
         // wrong unit count: a stream that ends inside an escape, or holds more/fewer positions than declared

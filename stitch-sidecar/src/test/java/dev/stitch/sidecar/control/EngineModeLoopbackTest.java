@@ -72,11 +72,15 @@ class EngineModeLoopbackTest {
     }
 
     private Sidecar startSidecar(CommitMode mode, double drainTimeoutS) {
+        return startSidecar(mode, drainTimeoutS, null);
+    }
+
+    private Sidecar startSidecar(CommitMode mode, double drainTimeoutS, Path stateDir) {
         URI upstream = URI.create(engine.url());
         SidecarConfig config = new SidecarConfig(
                 ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0),
                 SyncConfig.defaults().withCommitMode(mode).withPolling(0, 0).withBackoff(0.1, 0.3)
-                        .withDrain(drainTimeoutS, 5),
+                        .withDrain(drainTimeoutS, 5).withBoot(null, 0, stateDir),
                 boardRoot, BoardLayout.STITCH, "engine", SglangSettings.of(upstream, boardRoot), null);
         sidecar = Sidecar.start(config, "test");
         return sidecar;
@@ -127,6 +131,55 @@ class EngineModeLoopbackTest {
         assertEquals(List.of(), engine.calls("update_weights_from_disk"));
         assertEquals("{\"new_version\":\"3\",\"abort_all_requests\":false}",
                 engine.calls("update_weight_version").get(0).body());
+    }
+
+    @Test
+    void runSwitchReloadsTheBaseThenAppliesTheNewRun() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        publish(2, 2);
+        startSidecar(CommitMode.IN_PLACE, 60);
+        assertTrue(idleAt(2));
+        assertEquals("run-a", sidecar.worker().status().currentRunId());
+        engine.clearCalls();
+        publisher.close();
+        try (Weights seed = TinyModel.weights(0)) {
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-b").backends(Backend.SPARSE_DELTA)
+                    .anchorInterval(0).threads(1).seed(seed).build();
+        }
+        publish(1, 5);
+        Http.post(sidecar.port(), "/wake", "");
+        assertTrue(eventually(20_000, () -> "run-b".equals(sidecar.worker().status().currentRunId())
+                && sidecar.worker().status().currentVersion() == 1
+                && sidecar.worker().status().state() == SyncState.IDLE));
+        List<ReferenceEngine.Call> loads = engine.calls("update_weights_from_disk");
+        assertEquals("{\"model_path\":" + Http.JSON.writeValueAsString(tmp.resolve("base").toString())
+                + ",\"load_format\":\"auto\",\"weight_version\":\"0\",\"flush_cache\":false}", loads.get(0).body());
+        assertEquals("1", loads.get(1).json().path("weight_version").asText());
+        assertTrue(loads.get(1).json().path("model_path").asText().endsWith("weight_v000001"));
+        assertEquals(TinyModel.digest(5), engine.weightsDigest());
+        Http.Reply r = Http.post(sidecar.port(), "/generate", "{\"text\": \"x\", \"extra_key\": \"k\", "
+                + "\"sampling_params\": {\"max_new_tokens\": 1}, \"weight_version\": {\"exact_version\": 1}}");
+        assertEquals(200, r.status());
+        assertEquals("run-b", r.header("x-stitch-run-id"));
+        assertEquals(TinyModel.digest(5), r.json().path("meta_info").path("weights_digest").asText());
+    }
+
+    @Test
+    void restartAdoptsTheSavedVersionWhenTheEngineStillServesIt() throws Exception {
+        setUp(Duration.ZERO);
+        Path state = tmp.resolve("state");
+        publish(1, 1);
+        startSidecar(CommitMode.QUIESCE, 60, state);
+        assertTrue(idleAt(1));
+        sidecar.close();
+        engine.clearCalls();
+        startSidecar(CommitMode.QUIESCE, 60, state);
+        assertTrue(idleAt(1));
+        assertEquals("run-a", sidecar.worker().status().currentRunId());
+        assertTrue(engine.calls("update_weights_from_disk").stream()
+                .allMatch(c -> c.json().path("files").isEmpty()), "only the receiver probe, no reload");
+        assertEquals(200, Http.get(sidecar.port(), "/health").status());
     }
 
     @Test
