@@ -79,6 +79,11 @@ public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
             description = "Tokens each rollout request generates (default ${DEFAULT-VALUE}).")
     int maxNewTokens;
 
+    @Option(names = "--engine", defaultValue = "in-process",
+            description = "Where the reference engine runs: in-process, or child (a separate JVM running "
+                    + "'stitch ref-engine', as SGLang would be) (default ${DEFAULT-VALUE}).")
+    String engine;
+
     @Option(names = "--threads", defaultValue = "2",
             description = "Encoder threads of the publisher (default ${DEFAULT-VALUE}).")
     int threads;
@@ -161,8 +166,12 @@ public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
         if (!c.equals("quiesce") && !c.equals("in_place")) {
             throw new CliFailure("--commit-mode must be quiesce or in_place, got '" + commitMode + "'");
         }
+        String e = engine.toLowerCase(Locale.ROOT);
+        if (!e.equals("in-process") && !e.equals("child")) {
+            throw new CliFailure("--engine must be in-process or child, got '" + engine + "'");
+        }
         int pinned = (clients + 1) / 2;
         return new DemoRun.Options(size, density, p, versions, m, b, c, pinned, clients - pinned, staleness,
-                intervalMs, tokenLatencyMs, maxNewTokens, threads, seed, workDir, keep);
+                intervalMs, tokenLatencyMs, maxNewTokens, threads, seed, workDir, keep, e.equals("child"));
     }
 }

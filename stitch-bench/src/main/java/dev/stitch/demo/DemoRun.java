@@ -16,7 +16,6 @@ import dev.stitch.publish.Backend;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.Weights;
 import dev.stitch.publish.WeightPublisher;
-import dev.stitch.refengine.ReferenceEngine;
 import dev.stitch.tensor.TensorSpec;
 import dev.stitch.tensor.WeightsDigest;
 import dev.stitch.encode.TensorData;
@@ -42,7 +41,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * One demo run, wired from the public entry points only: {@link SyntheticModel} written as the base
  * HF checkpoint, a {@link FilesystemBulletinBoard}, the {@link WeightPublisher} seeded from that
- * checkpoint, a {@link ReferenceEngine} booted on it, the sidecar in front of the engine, and
+ * checkpoint, a reference engine booted on it ({@link EngineProcess}), the sidecar in front of the engine, and
  * {@link RolloutClients} talking HTTP to the sidecar's port.
  */
 final class DemoRun {
@@ -52,7 +51,8 @@ final class DemoRun {
     /** Everything the command line decides. */
     record Options(long size, double density, TrainerStep.Pattern pattern, int versions, String mode, String backend,
                    String commitMode, int pinnedClients, int boundedClients, long staleness, long intervalMs,
-                   double tokenLatencyMs, int maxNewTokens, int threads, long seed, Path workDir, boolean keep) {
+                   double tokenLatencyMs, int maxNewTokens, int threads, long seed, Path workDir, boolean keep,
+                   boolean childEngine) {
     }
 
     private final Options options;
@@ -102,13 +102,13 @@ final class DemoRun {
             TrainerStep step = new TrainerStep(options.density(), options.pattern(), options.seed());
             List<DemoSummary.VersionRecord> records = new ArrayList<>();
 
-            try (ReferenceEngine engine = startEngine(baseDir);
+            try (EngineProcess engine = EngineProcess.start(options.childEngine(), baseDir, options.tokenLatencyMs());
                  Sidecar sidecar = startSidecar(boardDir, baseDir, localDir, work.resolve("sidecar-state"), engine);
                  WeightPublisher publisher = publisher(board, baseDir);
                  Weights weights = weights(model)) {
                 URI sidecarUrl = URI.create("http://127.0.0.1:" + sidecar.port());
                 awaitReady(sidecarUrl);
-                out.printf(Locale.ROOT, "sidecar ready on %s in front of the reference engine on %s%n", sidecarUrl, engine.url());
+                out.printf(Locale.ROOT, "sidecar ready on %s in front of the %s on %s%n", sidecarUrl, engine.describe(), engine.url());
                 RolloutClients clients = new RolloutClients(sidecarUrl, newestPublished::get, trainerDigests,
                         options.pinnedClients(), options.boundedClients(), options.staleness(), options.maxNewTokens());
                 clients.start();
@@ -180,17 +180,13 @@ final class DemoRun {
         out.printf(Locale.ROOT, "  kernels   %s (%s)%n", Kernels.get().implementation(), Kernels.get().isa());
     }
 
-    private ReferenceEngine startEngine(Path baseDir) throws IOException {
-        Duration latency = Duration.ofNanos(Math.round(options.tokenLatencyMs() * 1e6));
-        return new ReferenceEngine(ReferenceEngine.Config.local(baseDir).withTokenLatency(latency)).start();
-    }
 
     /**
      * The sidecar as {@code stitch sidecar} builds it, listening on a free loopback port. Host mode gets a
      * local checkpoint copy of the base; engine mode lets the engine apply sparse_delta files itself.
      * The poll is short because a demo's versions arrive every few hundred milliseconds.
      */
-    private Sidecar startSidecar(Path boardDir, Path baseDir, Path localDir, Path stateDir, ReferenceEngine engine) {
+    private Sidecar startSidecar(Path boardDir, Path baseDir, Path localDir, Path stateDir, EngineProcess engine) {
         URI upstream = URI.create(engine.url());
         ProxyServer.Config proxy = ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0).withIoThreads(1);
         SyncConfig sync = SyncConfig.defaults()

@@ -75,6 +75,12 @@ class DemoCommandTest {
     }
 
     @Test
+    void engineInAChildProcess() throws Exception {
+        JsonNode s = runDemo("--engine", "child", "--density", "0.01");
+        assertHealthy(s);
+    }
+
+    @Test
     void rejectsBadArguments() {
         StringWriter err = new StringWriter();
         int code = StitchCli.commandLine().setErr(new PrintWriter(err)).execute("demo", "--mode", "engine", "--backend", "stitch_delta");

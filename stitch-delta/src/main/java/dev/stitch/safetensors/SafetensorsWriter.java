@@ -133,6 +133,16 @@ public final class SafetensorsWriter {
     /** Writes all of {@code seg} to {@code out}, in slices small enough for a ByteBuffer view. */
     public static void writeSegment(WritableByteChannel out, MemorySegment seg) throws IOException {
         long size = seg.byteSize();
+        if (!seg.isNative() && !(seg.heapBase().orElse(null) instanceof byte[])) {
+            // Segments over float[]/short[]/... arrays have no ByteBuffer view: copy through a bounce buffer.
+            byte[] bounce = new byte[(int) Math.min(size, 1 << 20)];
+            for (long off = 0; off < size; off += bounce.length) {
+                int n = (int) Math.min(bounce.length, size - off);
+                MemorySegment.copy(seg, off, MemorySegment.ofArray(bounce), 0, n);
+                writeFully(out, ByteBuffer.wrap(bounce, 0, n));
+            }
+            return;
+        }
         for (long off = 0; off < size; off += WRITE_CHUNK) {
             writeFully(out, seg.asSlice(off, Math.min(WRITE_CHUNK, size - off)).asByteBuffer());
         }

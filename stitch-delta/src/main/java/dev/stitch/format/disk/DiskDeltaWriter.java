@@ -58,8 +58,10 @@ public final class DiskDeltaWriter {
             if (mode == ValueMode.OVERWRITE && len > (1L << 32)) {
                 throw new PreconditionFailedException(BACKEND, "tensor " + c.spec().name() + " is larger than 4 GiB (overwrite offsets are u32)");
             }
-            if (len > ZstdFrames.MAX_ONE_SHOT / (mode == ValueMode.OVERWRITE ? 5 : 1)) {
-                throw new PreconditionFailedException(BACKEND, "tensor " + c.spec().name() + " is too large for a one-shot payload");
+            long payload = mode == ValueMode.XOR ? len : 4 + 5 * c.count() * c.spec().dtype().width();
+            if (payload > ZstdFrames.MAX_ONE_SHOT) {
+                throw new PreconditionFailedException(BACKEND, "tensor " + c.spec().name() + " needs a payload of up to " + payload
+                    + " bytes, more than one frame is written in one piece");
             }
         }
     }
