@@ -39,11 +39,14 @@ public final class TensorSnapshot implements AutoCloseable {
      */
     public static TensorSnapshot allocate(HostMemoryAllocator allocator, Collection<TensorSpec> specs, MemoryPurpose purpose) {
         TreeMap<String, TensorSpec> byName = new TreeMap<>();
-        long total = 0;
         for (TensorSpec spec : specs) {
             if (byName.put(spec.name(), spec) != null) {
                 throw new IllegalArgumentException("tensor '" + spec.name() + "' listed twice");
             }
+        }
+        // Size in the same (name) order the layout below uses: alignment padding depends on the order.
+        long total = 0;
+        for (TensorSpec spec : byName.values()) {
             total = Math.addExact(alignUp(total), spec.byteLength());
         }
         HostBuffer buffer = allocator.allocate(total, purpose);
