@@ -118,4 +118,19 @@ class HostMemoryAllocatorTest {
         assertThrows(IllegalArgumentException.class, () -> TensorSnapshot.allocate(allocator,
             List.of(new TensorSpec("a", Dtype.U8, new long[] {1}), new TensorSpec("a", Dtype.U8, new long[] {2})), MemoryPurpose.SNAPSHOT));
     }
+
+    @Test
+    void snapshotIsSizedForItsNameOrderedLayoutWhateverTheInputOrder(HostMemoryAllocator allocator) {
+        // In input order these need 65 bytes; laid out by name ("a" first, then "b" aligned) they need 128.
+        List<TensorSpec> specs = List.of(
+            new TensorSpec("b", Dtype.U8, new long[] {64}),
+            new TensorSpec("a", Dtype.U8, new long[] {1}));
+        try (TensorSnapshot snap = TensorSnapshot.allocate(allocator, specs, MemoryPurpose.SNAPSHOT)) {
+            assertEquals(64, snap.data("b").byteSize());
+            assertEquals(1, snap.data("a").byteSize());
+            snap.data("b").fill((byte) 7);
+            assertEquals(7, snap.data("b").get(java.lang.foreign.ValueLayout.JAVA_BYTE, 63));
+        }
+        assertEquals(0, allocator.allocated());
+    }
 }
