@@ -1,5 +1,7 @@
 package dev.stitch.demo;
 
+import dev.stitch.cli.ByteSize;
+
 import dev.stitch.cli.CliFailure;
 import dev.stitch.cli.StitchSubcommand;
 import java.io.IOException;
@@ -29,7 +31,7 @@ import picocli.CommandLine.Option;
 public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
     private static final String LOG_LEVEL = "org.slf4j.simpleLogger.defaultLogLevel";
 
-    @Option(names = "--size", defaultValue = "256m", converter = Sizes.class,
+    @Option(names = "--size", defaultValue = "256m", converter = ByteSize.class,
             description = "Model size in bytes of bf16 weights (k/m/g suffixes; default ${DEFAULT-VALUE}).")
     long size;
 

@@ -1,5 +1,7 @@
 package dev.stitch.demo;
 
+import dev.stitch.cli.ByteSize;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stitch.board.FilesystemBulletinBoard;
@@ -93,7 +95,7 @@ final class DemoRun {
             header(model);
             long t = System.nanoTime();
             long fullBytes = model.writeCheckpoint(baseDir);
-            out.printf(Locale.ROOT, "base checkpoint written (%s, %.0f MB/s)%n", Sizes.human(fullBytes),
+            out.printf(Locale.ROOT, "base checkpoint written (%s, %.0f MB/s)%n", ByteSize.human(fullBytes),
                     fullBytes / 1e6 / Math.max(1e-9, (System.nanoTime() - t) / 1e9));
             FilesystemBulletinBoard board = FilesystemBulletinBoard.create(boardDir, null, BoardOptions.defaults());
             Map<Long, String> trainerDigests = RolloutClients.newDigestTable();
@@ -137,7 +139,7 @@ final class DemoRun {
                                 result.timings().publishSeconds() * 1e3, catchUpMs, sync[0], sync[1]);
                         records.add(r);
                         out.printf(Locale.ROOT, "%7d  %12d  %6.2f%%  %11s  %9.0f  %10.0f  %11.0f  %9s  %9s%n", v, r.changedElements(),
-                                100 * r.density(), Sizes.human(r.bytesWritten()), r.encodeMs(), r.publishMs(), r.catchUpMs(),
+                                100 * r.density(), ByteSize.human(r.bytesWritten()), r.encodeMs(), r.publishMs(), r.catchUpMs(),
                                 DemoSummary.ms(r.applyMs()), DemoSummary.ms(r.reloadMs()));
                         eta(v, loopStart);
                         long left = options.intervalMs() - (System.nanoTime() - t0) / 1_000_000;
@@ -170,7 +172,7 @@ final class DemoRun {
 
     private void header(SyntheticModel model) {
         out.println("stitch demo: trainer -> bulletin board -> sidecar -> reference engine, with rollout clients");
-        out.printf(Locale.ROOT, "  model     %s of bf16 in %d tensors (hidden %d, %d layers), seed %d%n", Sizes.human(model.byteSize()),
+        out.printf(Locale.ROOT, "  model     %s of bf16 in %d tensors (hidden %d, %d layers), seed %d%n", ByteSize.human(model.byteSize()),
                 model.specs().size(), model.hiddenSize(), model.layerCount(), options.seed());
         out.printf(Locale.ROOT, "  trainer   %d versions, %.2f%% of elements per step (%s), backend %s%n", options.versions(),
                 100 * options.density(), options.pattern(), options.backend());

@@ -1,5 +1,7 @@
 package dev.stitch.demo;
 
+import dev.stitch.cli.ByteSize;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
@@ -107,7 +109,7 @@ record DemoSummary(String mode, String backend, String commitMode, String patter
         }
         long mean = versions.isEmpty() ? 0 : total / versions.size();
         out.printf(Locale.ROOT, "  bytes per version       %s mean vs %s full checkpoint (%.1f%%, %.0fx smaller)%n",
-                Sizes.human(mean), Sizes.human(fullBytes), fullBytes == 0 ? 0.0 : 100.0 * mean / fullBytes,
+                ByteSize.human(mean), ByteSize.human(fullBytes), fullBytes == 0 ? 0.0 : 100.0 * mean / fullBytes,
                 mean == 0 ? 0.0 : (double) fullBytes / mean);
         out.printf(Locale.ROOT, "  encode / publish        %s / %s ms per version (mean)%n",
                 ms(mean(versions, VersionRecord::encodeMs)), ms(mean(versions, VersionRecord::publishMs)));

@@ -250,7 +250,7 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         ProxyServer.Config proxy = ProxyServer.Config.defaults(engineUrl)
                 .withListen(host, port)
                 .withVersionedRoutes(ProxyServer.Config.parseRoutes(versionedRoutes))
-                .withMaxRequestBodyBytes(parseSize("--max-request-body-bytes", maxRequestBodyBytes))
+                .withMaxRequestBodyBytes(ByteSize.parse("--max-request-body-bytes", maxRequestBodyBytes))
                 .withTimeouts(connect, total)
                 .withStreamEndComment(streamEndComment)
                 .withDebugRequests(debugRequests);
@@ -274,33 +274,6 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             return new SidecarConfig(proxy, sync, board, boardLayout, engineMode, engine, blankToNull(runId));
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
-        }
-    }
-
-    /** Parses a byte count with an optional k/m/g suffix (KiB, MiB, GiB). */
-    static long parseSize(String option, String text) {
-        String t = text.strip().toLowerCase(Locale.ROOT);
-        long unit = 1;
-        if (!t.isEmpty()) {
-            char last = t.charAt(t.length() - 1);
-            unit = switch (last) {
-                case 'k' -> 1L << 10;
-                case 'm' -> 1L << 20;
-                case 'g' -> 1L << 30;
-                default -> 1;
-            };
-            if (unit != 1) {
-                t = t.substring(0, t.length() - 1);
-            }
-        }
-        try {
-            long n = Long.parseLong(t);
-            if (n <= 0) {
-                throw new NumberFormatException();
-            }
-            return Math.multiplyExact(n, unit);
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw new CliFailure(option + " must be a positive size such as 65536, 512k or 64m, not '" + text + "'");
         }
     }
 

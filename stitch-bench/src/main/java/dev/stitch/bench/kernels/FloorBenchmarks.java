@@ -1,5 +1,7 @@
 package dev.stitch.bench.kernels;
 
+import dev.stitch.cli.ByteSize;
+
 import dev.stitch.kernels.Kernels;
 import dev.stitch.snapshot.HostBuffer;
 import dev.stitch.snapshot.HostMemoryAllocator;
@@ -46,7 +48,7 @@ public class FloorBenchmarks {
 
     @Setup(Level.Trial)
     public void setUp() {
-        long bytes = Sizes.parse(size);
+        long bytes = ByteSize.parse(size);
         allocator = HostMemoryAllocator.pinned("bench-floor");
         readBuffer = allocator.allocate(2 * bytes, MemoryPurpose.SCRATCH);
         fillBuffer = allocator.allocate(bytes, MemoryPurpose.SCRATCH);

@@ -1,5 +1,7 @@
 package dev.stitch.bench.kernels;
 
+import dev.stitch.cli.ByteSize;
+
 import dev.stitch.kernels.ChunkedKernels;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
@@ -67,7 +69,7 @@ public class KernelBenchmarks {
                 case "java" -> Kernels.java();
                 default -> throw new IllegalArgumentException("impl must be native or java, got " + impl);
             };
-            workload = KernelWorkload.get(Sizes.parse(size), Double.parseDouble(density));
+            workload = KernelWorkload.get(ByteSize.parse(size), Double.parseDouble(density));
             chunked = ChunkedKernels.withThreads(kernels, threads, ChunkedKernels.DEFAULT_CHUNK_BYTES);
             pool = threads > 1 ? Executors.newFixedThreadPool(threads) : null;
         }
@@ -185,7 +187,7 @@ public class KernelBenchmarks {
         try {
             Path p = Path.of("/sys/devices/system/cpu/cpu0/cache/index3/size");
             if (Files.exists(p)) {
-                llc = Sizes.parse(Files.readString(p).trim().toLowerCase(java.util.Locale.ROOT));
+                llc = ByteSize.parse(Files.readString(p).trim().toLowerCase(java.util.Locale.ROOT));
             }
         } catch (java.io.IOException | IllegalArgumentException e) {
             llc = 32L << 20;

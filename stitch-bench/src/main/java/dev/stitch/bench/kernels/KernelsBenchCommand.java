@@ -1,5 +1,7 @@
 package dev.stitch.bench.kernels;
 
+import dev.stitch.cli.ByteSize;
+
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.cli.CliFailure;
@@ -73,7 +75,7 @@ public final class KernelsBenchCommand implements BenchSubcommand, Runnable {
     public void run() {
         long bytes;
         try {
-            bytes = Sizes.parse(size);
+            bytes = ByteSize.parse(size);
         } catch (IllegalArgumentException e) {
             throw new CliFailure("--size: " + e.getMessage());
         }
@@ -122,12 +124,12 @@ public final class KernelsBenchCommand implements BenchSubcommand, Runnable {
         try {
             for (double density : densities) {
                 // The floor is re-measured beside each density's kernels, so load drifting on a shared machine hits both alike.
-                Timing read = measure(FloorBenchmarks.class, "read", Map.of("size", Sizes.format(bytes)), bar, "floor read");
-                Timing fill = measure(FloorBenchmarks.class, "fill", Map.of("size", Sizes.format(bytes)), bar, "floor fill");
+                Timing read = measure(FloorBenchmarks.class, "read", Map.of("size", ByteSize.exact(bytes)), bar, "floor read");
+                Timing fill = measure(FloorBenchmarks.class, "fill", Map.of("size", ByteSize.exact(bytes)), bar, "floor fill");
                 TrafficFloor floor = new TrafficFloor(2.0 * bytes / read.median() / 1e9, bytes / fill.median() / 1e9);
                 TrafficFloor cpuFloor = new TrafficFloor(2.0 * bytes / read.cpuMedian() / 1e9, bytes / fill.cpuMedian() / 1e9);
                 out.printf(Locale.ROOT, "floor at p=%s: B_r %.2f GB/s (read %s twice), B_w %.2f GB/s; by CPU time B_r %.2f, B_w %.2f GB/s%n",
-                    density, floor.readGbps(), Sizes.format(bytes), floor.writeGbps(), cpuFloor.readGbps(), cpuFloor.writeGbps());
+                    density, floor.readGbps(), ByteSize.exact(bytes), floor.writeGbps(), cpuFloor.readGbps(), cpuFloor.writeGbps());
                 for (String phase : List.of("encode", "apply")) {
                     Map<String, Object> row = results.row();
                     row.put("kernel", "floor");
@@ -145,7 +147,7 @@ public final class KernelsBenchCommand implements BenchSubcommand, Runnable {
                 for (String impl : implList) {
                     for (int t : threads) {
                         for (String phase : List.of("encode", "apply")) {
-                            Map<String, String> params = Map.of("size", Sizes.format(bytes), "density", Double.toString(density),
+                            Map<String, String> params = Map.of("size", ByteSize.exact(bytes), "density", Double.toString(density),
                                 "impl", impl, "threads", Integer.toString(t));
                             Timing timing = measure(KernelBenchmarks.class, phase, params, bar,
                                 String.format(Locale.ROOT, "%s %s %dt p=%s", phase, impl, t, density));

@@ -1,5 +1,7 @@
 package dev.stitch.bench.publish;
 
+import dev.stitch.cli.ByteSize;
+
 import dev.stitch.apply.ApplyProgress;
 import dev.stitch.apply.HostApplier;
 import dev.stitch.apply.VersionStep;
@@ -401,25 +403,6 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
             }
         } catch (IOException e) {
             System.err.println("bench publish: could not remove " + root + ": " + e.getMessage());
-        }
-    }
-
-    /** Sizes with k/m/g suffixes (KiB, MiB, GiB). */
-    static final class ByteSize implements CommandLine.ITypeConverter<Long> {
-        @Override
-        public Long convert(String value) {
-            String s = value.trim().toLowerCase(Locale.ROOT);
-            long unit = s.endsWith("k") ? 1L << 10 : s.endsWith("m") ? 1L << 20 : s.endsWith("g") ? 1L << 30 : 1;
-            String digits = unit == 1 ? s : s.substring(0, s.length() - 1);
-            try {
-                long n = Long.parseLong(digits);
-                if (n <= 0) {
-                    throw new CommandLine.TypeConversionException("size must be positive: '" + value + "'");
-                }
-                return Math.multiplyExact(n, unit);
-            } catch (NumberFormatException | ArithmeticException e) {
-                throw new CommandLine.TypeConversionException("not a size (e.g. 64m, 1g): '" + value + "'");
-            }
         }
     }
 }

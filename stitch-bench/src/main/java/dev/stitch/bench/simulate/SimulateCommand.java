@@ -1,5 +1,7 @@
 package dev.stitch.bench.simulate;
 
+import dev.stitch.cli.ByteSize;
+
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.cli.CliFailure;
@@ -161,7 +163,7 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
         if (!(memGbps > 0) || !(diskGbps > 0) || (reloadGbps != null && !(reloadGbps > 0))) {
             throw new CliFailure("--mem-gbps, --disk-gbps and --reload-gbps must be positive");
         }
-        long measureBytes = parseSize(measureSize, "--measure-size");
+        long measureBytes = ByteSize.parse("--measure-size", measureSize);
         if (measureBytes < 1L << 20) {
             throw new CliFailure("--measure-size must be at least 1m, got " + measureSize);
         }
@@ -178,29 +180,6 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
         }
         return new SimulationPlan((long) params, density, List.copyOf(linkMbps), rttMs / 1e3, trainerCores, rolloutCores,
                 measureBytes, chunks, specs, memGbps, diskGbps, reloadGbps, scaleLink, seed);
-    }
-
-    /** Parses {@code 256m}-style sizes: k/m/g are KiB/MiB/GiB, a bare number is bytes. */
-    static long parseSize(String text, String option) {
-        String t = text.trim().toLowerCase(Locale.ROOT);
-        long unit = 1;
-        if (t.endsWith("k") || t.endsWith("m") || t.endsWith("g")) {
-            unit = switch (t.charAt(t.length() - 1)) {
-                case 'k' -> 1L << 10;
-                case 'm' -> 1L << 20;
-                default -> 1L << 30;
-            };
-            t = t.substring(0, t.length() - 1);
-        }
-        try {
-            long n = Long.parseLong(t);
-            if (n <= 0) {
-                throw new NumberFormatException();
-            }
-            return Math.multiplyExact(n, unit);
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw new CliFailure(option + " must be a positive size such as 256m or 1g, got '" + text + "'");
-        }
     }
 
     static void print(BenchResults results, SimulationPlan plan, PrintStream out) {
