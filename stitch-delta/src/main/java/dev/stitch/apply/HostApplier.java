@@ -9,6 +9,7 @@ import dev.stitch.format.sparse.SparseDeltaFile;
 import dev.stitch.format.sparse.SparseParam;
 import dev.stitch.format.stitchdelta.StitchDeltaFile;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsFormatException;
@@ -50,6 +51,9 @@ public final class HostApplier implements AutoCloseable {
     public static final String STATE_DIR = ".weight_sync";
 
     private static final long WINDOW = TensorPatch.STREAM_BLOCK;
+    /** Tensors up to this size are verified by patching a private copy and hashing it in one native call. */
+    private static final long ONE_SHOT_DIGEST_BYTES = 512L << 20;
+    private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
     /** Sorts malformed-stream findings before digest mismatches in the verify pass's report. */
     private static final String MALFORMED_MARK = "\u0000";
 
@@ -336,13 +340,31 @@ public final class HostApplier implements AutoCloseable {
         }
     }
 
+    /** This thread's verify buffer, at least {@code len} bytes; kept between calls so big tensors do not fault in fresh pages each time. */
+    private static MemorySegment scratch(long len) {
+        MemorySegment s = SCRATCH.get();
+        if (s == null || s.byteSize() < len) {
+            s = Arena.ofAuto().allocate(Math.max(len, 1L << 20), 64);
+            SCRATCH.set(s);
+        }
+        return s.asSlice(0, len);
+    }
+
     /** The digest the tensor would have after the patch, computed in windows so nothing is written. */
     static String newBytesDigest(TensorPatch p, MemorySegment current) {
-        Digests.Digest d = Digests.newDigest(p.digestFormat());
         if (p.kind() == TensorPatch.Kind.DENSE_SET) {
-            return d.update(p.values()).hex();
+            return Digests.of(p.digestFormat(), p.values());
         }
         long len = p.byteLength();
+        if (Digests.XXH3_128.equals(p.digestFormat()) && len <= ONE_SHOT_DIGEST_BYTES) {
+            // patching a private copy and hashing it once natively beats feeding windows to the Java hasher
+            try (TensorPatch.Windows w = p.windows()) {
+                MemorySegment copy = scratch(len);
+                w.patch(current, 0, copy);
+                return Kernels.get().xxh3(copy).hex();
+            }
+        }
+        Digests.Digest d = Digests.newDigest(p.digestFormat());
         try (Arena arena = Arena.ofConfined(); TensorPatch.Windows w = p.windows()) {
             MemorySegment scratch = arena.allocate(Math.min(WINDOW, Math.max(1, len)));
             for (long off = 0; off < len; off += WINDOW) {
@@ -516,7 +538,7 @@ public final class HostApplier implements AutoCloseable {
                 return sha256 ? sha256Hex(MemorySegment.ofArray(new byte[0])) : Xxh3.hash128(new byte[0]).hex();
             }
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-            return sha256 ? sha256Hex(seg) : Xxh3.hash128(seg).hex();
+            return sha256 ? sha256Hex(seg) : Kernels.get().xxh3(seg).hex();
         }
     }
 

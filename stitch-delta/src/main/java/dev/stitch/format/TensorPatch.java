@@ -218,11 +218,25 @@ public final class TensorPatch {
             long end = (offset + out.byteSize()) / width;
             long k0 = cursor;
             long k1 = k0;
-            while (k1 < count && positions.get(U64, 8 * k1) < end) {
-                k1++;
+            if (offset + out.byteSize() == byteLength) {
+                // the last window takes every remaining position, so there is nothing to scan for
+                k1 = count;
+            } else {
+                while (k1 < count && positions.get(U64, 8 * k1) < end) {
+                    k1++;
+                }
             }
             long n = k1 - k0;
-            if (n > 0) {
+            if (n > 0 && first == 0) {
+                // a window at the tensor's start needs no rebasing: hand the positions to the kernel as they are
+                MemorySegment vals = values.asSlice(k0 * width, n * width);
+                MemorySegment pos = positions.asSlice(8 * k0, 8 * n);
+                if (kind == Kind.SCATTER_XOR) {
+                    kernels.scatterXor(out, width, pos, 8, vals, n);
+                } else {
+                    kernels.scatter(out, width, pos, 8, vals, n);
+                }
+            } else if (n > 0) {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment rebased = arena.allocate(8 * n, 8);
                     for (long i = 0; i < n; i++) {

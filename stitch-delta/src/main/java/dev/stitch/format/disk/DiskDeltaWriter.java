@@ -8,6 +8,8 @@ import dev.stitch.format.PreconditionFailedException;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
+import dev.stitch.kernels.DeltaKernels;
+import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.Dtype;
@@ -38,7 +40,8 @@ public final class DiskDeltaWriter {
     public static final long DEFAULT_MAX_FILE_BYTES = 2L << 30;
 
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    /** Bytes of a tensor scanned per kernel call when building an overwrite payload. */
+    private static final long OVERWRITE_CHUNK = 1L << 20;
 
     private final ValueMode mode;
     private final long maxFileBytes;
@@ -75,14 +78,12 @@ public final class DiskDeltaWriter {
         check(changes);
         List<TensorChange> sorted = new ArrayList<>(changes);
         sorted.sort(Comparator.comparing((TensorChange c) -> c.spec().name(), SafetensorsWriter.NAME_ORDER));
-        List<Payload> payloads = new ArrayList<>(sorted.size());
-        long raw = 0;
-        for (TensorChange c : sorted) {
+        // tensors are independent, so their payloads are built and compressed in parallel (order is kept)
+        List<Payload> payloads = sorted.parallelStream().map(c -> {
             byte[] payload = mode == ValueMode.XOR ? xorPayload(c.oldTensor(), c.newTensor()) : overwritePayload(c.oldTensor(), c.newTensor());
-            raw += payload.length;
-            payloads.add(new Payload(c.spec().name(), ZstdFrames.compress(payload), payload.length,
-                Digests.of(Digests.XXH3_128, c.newTensor())));
-        }
+            return new Payload(c.spec().name(), ZstdFrames.compress(payload), payload.length, Digests.of(Digests.XXH3_128, c.newTensor()));
+        }).toList();
+        long raw = payloads.stream().mapToLong(Payload::rawLength).sum();
         List<List<Payload>> groups = new ArrayList<>();
         List<Payload> cur = new ArrayList<>();
         long curBytes = 0;
@@ -125,52 +126,38 @@ public final class DiskDeltaWriter {
         return new WriteResult(files, mode.id(), raw, written, System.nanoTime() - t0);
     }
 
-    /** {@code new XOR old}, byte by byte. */
+    /** {@code new XOR old}, byte by byte (slime v2 xor payload). */
     static byte[] xorPayload(MemorySegment old, MemorySegment neu) {
-        long n = neu.byteSize();
-        byte[] out = new byte[Math.toIntExact(n)];
-        MemorySegment o = MemorySegment.ofArray(out);
-        long i = 0;
-        for (; i + 8 <= n; i += 8) {
-            o.set(U64, i, old.get(U64, i) ^ neu.get(U64, i));
-        }
-        for (; i < n; i++) {
-            out[(int) i] = (byte) (old.get(ValueLayout.JAVA_BYTE, i) ^ neu.get(ValueLayout.JAVA_BYTE, i));
-        }
+        byte[] out = neu.toArray(ValueLayout.JAVA_BYTE);
+        Kernels.get().xorInto(MemorySegment.ofArray(out), old);
         return out;
     }
 
-    /** {@code [count u32][count u32 byte offsets][count new bytes]} over the bytes that differ. */
+    /** The slime v2 overwrite payload: u32 LE count, then the changed byte offsets (u32 LE), then their new bytes. */
     static byte[] overwritePayload(MemorySegment old, MemorySegment neu) {
+        DeltaKernels kernels = Kernels.get();
         long n = neu.byteSize();
-        int count = 0;
-        long i = 0;
-        for (; i + 8 <= n; i += 8) {
-            long x = old.get(U64, i) ^ neu.get(U64, i);
-            if (x != 0) {
-                // fold each byte onto its low bit, then count the bytes that had any bit set
-                x |= x >>> 4;
-                x |= x >>> 2;
-                x |= x >>> 1;
-                count += Long.bitCount(x & 0x0101010101010101L);
-            }
-        }
-        for (; i < n; i++) {
-            if (old.get(ValueLayout.JAVA_BYTE, i) != neu.get(ValueLayout.JAVA_BYTE, i)) {
-                count++;
-            }
-        }
+        int count = Math.toIntExact(kernels.countChanged(old, neu, 1));
         byte[] out = new byte[Math.toIntExact(4 + 5L * count)];
         MemorySegment o = MemorySegment.ofArray(out);
         o.set(U32, 0, count);
-        int k = 0;
-        for (long b = 0; b < n; b++) {
-            byte nb = neu.get(ValueLayout.JAVA_BYTE, b);
-            if (old.get(ValueLayout.JAVA_BYTE, b) != nb) {
-                o.set(U32, 4 + 4L * k, (int) b);
-                out[4 + 4 * count + k] = nb;
-                k++;
+        // the kernel wants output room for a whole input, so it scans bounded chunks into small scratch buffers
+        long chunk = Math.min(n, OVERWRITE_CHUNK);
+        MemorySegment pos = MemorySegment.ofArray(new byte[Math.toIntExact(4 * chunk)]);
+        MemorySegment val = MemorySegment.ofArray(new byte[Math.toIntExact(chunk)]);
+        long k = 0;
+        for (long at = 0; at < n; at += chunk) {
+            long len = Math.min(chunk, n - at);
+            long got = kernels.diffGather(old.asSlice(at, len), neu.asSlice(at, len), 1, at, pos, 4, val, false, false);
+            if (k + got > count) {
+                throw new IllegalStateException("tensor changed while its overwrite payload was built");
             }
+            MemorySegment.copy(pos, 0, o, 4 + 4 * k, 4 * got);
+            MemorySegment.copy(val, 0, o, 4 + 4L * count + k, got);
+            k += got;
+        }
+        if (k != count) {
+            throw new IllegalStateException("tensor changed while its overwrite payload was built");
         }
         return out;
     }

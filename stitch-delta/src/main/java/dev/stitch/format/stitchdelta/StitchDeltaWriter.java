@@ -13,7 +13,6 @@ import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.hash.Hash128;
-import dev.stitch.hash.Xxh3;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
@@ -180,7 +179,7 @@ public final class StitchDeltaWriter {
         sparse.addAll(storePlanes(splitPlanes(MemorySegment.ofArray(gapBytes), 2, units), 2));
         sparse.addAll(storePlanes(splitPlanes(values, w, count), w));
         long sparseStored = storedBytes(sparse);
-        Hash128 digest = Xxh3.hash128(c.newTensor());
+        Hash128 digest = kernels.xxh3(c.newTensor());
         if (count * 4 >= numel) {
             List<byte[][]> dense = storePlanes(splitPlanes(c.newTensor(), w, numel), w);
             if (storedBytes(dense) < sparseStored) {
