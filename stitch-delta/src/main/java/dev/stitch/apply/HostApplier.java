@@ -51,8 +51,8 @@ public final class HostApplier implements AutoCloseable {
     public static final String STATE_DIR = ".weight_sync";
 
     private static final long WINDOW = TensorPatch.STREAM_BLOCK;
-    /** Tensors up to this size are verified by patching a private copy and hashing it in one native call. */
-    private static final long ONE_SHOT_DIGEST_BYTES = 512L << 20;
+    /** Largest tensor verified by patching a private copy and hashing it in one native call; bounds what each pool thread keeps (larger ones are hashed in windows). */
+    private static final long ONE_SHOT_DIGEST_BYTES = 64L << 20;
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
     /** Sorts malformed-stream findings before digest mismatches in the verify pass's report. */
     private static final String MALFORMED_MARK = "\u0000";
