@@ -52,7 +52,7 @@ public final class HostApplier implements AutoCloseable {
 
     private static final long WINDOW = TensorPatch.STREAM_BLOCK;
     /** Largest tensor verified by patching a private copy and hashing it in one native call; bounds what each pool thread keeps (larger ones are hashed in windows). */
-    private static final long ONE_SHOT_DIGEST_BYTES = 64L << 20;
+    private static final long ONE_SHOT_DIGEST_BYTES = 256L << 20;
     private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
     /** Sorts malformed-stream findings before digest mismatches in the verify pass's report. */
     private static final String MALFORMED_MARK = "\u0000";
