@@ -16,6 +16,7 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.function.Function;
 import java.util.function.Predicate;
 
 /** The reader-side artifact check of board-and-sidecar.md 1.3: presence, size, digest. */
@@ -51,13 +52,7 @@ final class ArtifactVerifier {
             if (!file.toRealPath().startsWith(versionDir.toRealPath())) {
                 throw new ArtifactVerificationException(rel, "resolves outside its version directory through a link");
             }
-            long size = Files.size(file);
-            if (a.sizeBytes() != null && size != a.sizeBytes()) {
-                throw new ArtifactVerificationException(rel, "is " + size + " bytes, the manifest says " + a.sizeBytes());
-            }
-            if (a.checksum() != null) {
-                checkDigest(rel, file, a.checksum());
-            }
+            long size = checkFile(rel, file, a, Xxh3::hash128);
             if (a.sizeBytes() == null || a.checksum() == null) {
                 unverified++;
             } else {
@@ -81,7 +76,25 @@ final class ArtifactVerifier {
         return file;
     }
 
-    private static void checkDigest(String rel, Path file, String checksum) throws IOException {
+    /**
+     * Checks one file against its artifact's size and digest, whichever the manifest gives.
+     *
+     * @param xxh3 the xxh3-128 implementation to hash with (callers with native kernels pass theirs)
+     * @return the file's size
+     */
+    static long checkFile(String rel, Path file, Artifact a, Function<MemorySegment, Hash128> xxh3) throws IOException {
+        long size = Files.size(file);
+        if (a.sizeBytes() != null && size != a.sizeBytes()) {
+            throw new ArtifactVerificationException(rel, "is " + size + " bytes, the manifest says " + a.sizeBytes());
+        }
+        if (a.checksum() != null) {
+            checkDigest(rel, file, a.checksum(), xxh3);
+        }
+        return size;
+    }
+
+    private static void checkDigest(String rel, Path file, String checksum, Function<MemorySegment, Hash128> xxh3)
+            throws IOException {
         int colon = checksum.indexOf(':');
         if (colon < 0) {
             throw new ArtifactVerificationException(rel, "malformed checksum '" + checksum + "' (expected xxh3-128:<hex> or sha256:<hex>)");
@@ -93,7 +106,7 @@ final class ArtifactVerifier {
                 if (!isHex(hex, 32)) {
                     throw new ArtifactVerificationException(rel, "malformed xxh3-128 digest '" + checksum + "' (needs 32 hex digits)");
                 }
-                String actual = xxh3(file).hex();
+                String actual = xxh3(file, xxh3).hex();
                 if (!actual.equals(hex)) {
                     throw new ArtifactVerificationException(rel, "xxh3-128 digest mismatch: file has " + actual + ", the manifest says " + hex);
                 }
@@ -113,13 +126,17 @@ final class ArtifactVerifier {
 
     /** xxh3-128 of a whole file, read through a mapping. */
     static Hash128 xxh3(Path file) throws IOException {
+        return xxh3(file, Xxh3::hash128);
+    }
+
+    private static Hash128 xxh3(Path file, Function<MemorySegment, Hash128> hash) throws IOException {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
             long size = ch.size();
             if (size == 0) {
                 return Xxh3.hash128(new byte[0]);
             }
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-            return Xxh3.hash128(seg);
+            return hash.apply(seg);
         }
     }
 

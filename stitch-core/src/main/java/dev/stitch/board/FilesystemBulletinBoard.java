@@ -623,4 +623,18 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
     public String toString() {
         return "FilesystemBulletinBoard[" + root + "]";
     }
+
+    /**
+     * Checks one artifact file against the size and digest its manifest entry gives (1.3), for
+     * readers that verify files outside a board walk (the host applier).
+     *
+     * @param rel  the name used in the error message
+     * @param xxh3 the xxh3-128 implementation to hash with
+     * @throws ArtifactVerificationException naming {@code rel} and what is wrong
+     */
+    public static void verifyArtifactFile(String rel, Path file, Artifact artifact,
+                                          java.util.function.Function<java.lang.foreign.MemorySegment, dev.stitch.hash.Hash128> xxh3)
+            throws IOException {
+        ArtifactVerifier.checkFile(rel, file, artifact, xxh3);
+    }
 }

@@ -1,5 +1,7 @@
 package dev.stitch.apply;
 
+import dev.stitch.board.ArtifactVerificationException;
+import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.AtomicFiles;
 import dev.stitch.format.DeltaFormatException;
 import dev.stitch.format.Digests;
@@ -8,7 +10,6 @@ import dev.stitch.format.disk.DiskDeltaVersion;
 import dev.stitch.format.sparse.SparseDeltaFile;
 import dev.stitch.format.sparse.SparseParam;
 import dev.stitch.format.stitchdelta.StitchDeltaFile;
-import dev.stitch.hash.Xxh3;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.safetensors.Checkpoint;
@@ -503,55 +504,11 @@ public final class HostApplier implements AutoCloseable {
 
     /** Why {@code file} does not match {@code a}, or null when it does (fields absent in {@code a} are not checked). */
     public static String artifactProblem(Path file, Artifact a) throws IOException {
-        long size = Files.size(file);
-        if (a.sizeBytes() != null && a.sizeBytes() != size) {
-            return "size " + size + " differs from the manifest's " + a.sizeBytes();
-        }
-        if (a.checksum() == null) {
-            return null;
-        }
-        String c = a.checksum();
-        String got;
-        String want;
-        if (c.startsWith(Artifact.XXH3_PREFIX)) {
-            want = c.substring(Artifact.XXH3_PREFIX.length()).toLowerCase(java.util.Locale.ROOT);
-            if (!want.matches("[0-9a-f]{32}")) {
-                return "malformed digest " + c;
-            }
-            got = fileDigest(file, false);
-        } else if (c.startsWith(Artifact.SHA256_PREFIX)) {
-            want = c.substring(Artifact.SHA256_PREFIX.length()).toLowerCase(java.util.Locale.ROOT);
-            if (!want.matches("[0-9a-f]{64}")) {
-                return "malformed digest " + c;
-            }
-            got = fileDigest(file, true);
-        } else {
-            return "unknown digest algorithm in " + c;
-        }
-        return got.equals(want) ? null : "digest " + got + " differs from the manifest's " + want;
-    }
-
-    private static String fileDigest(Path file, boolean sha256) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
-            long size = ch.size();
-            if (size == 0) {
-                return sha256 ? sha256Hex(MemorySegment.ofArray(new byte[0])) : Xxh3.hash128(new byte[0]).hex();
-            }
-            MemorySegment seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-            return sha256 ? sha256Hex(seg) : Kernels.get().xxh3(seg).hex();
-        }
-    }
-
-    private static String sha256Hex(MemorySegment seg) {
         try {
-            MessageDigest md = MessageDigest.getInstance("SHA-256");
-            long n = seg.byteSize();
-            for (long off = 0; off < n; off += 1L << 30) {
-                md.update(seg.asSlice(off, Math.min(1L << 30, n - off)).asByteBuffer());
-            }
-            return HexFormat.of().formatHex(md.digest());
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
+            FilesystemBulletinBoard.verifyArtifactFile(file.getFileName().toString(), file, a, Kernels.get()::xxh3);
+            return null;
+        } catch (ArtifactVerificationException e) {
+            return e.problem();
         }
     }
 
