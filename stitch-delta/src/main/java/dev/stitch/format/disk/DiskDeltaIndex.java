@@ -1,5 +1,6 @@
 package dev.stitch.format.disk;
 
+import dev.stitch.protocol.CanonicalJson;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -7,7 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.DeltaFormatException;
-import dev.stitch.format.PythonJson;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -146,8 +146,9 @@ public record DiskDeltaIndex(long version, long baseVersion, ValueMode encoding,
                 sb.append(", ");
             }
             first = false;
-            PythonJson.appendString(sb, e.getKey()).append(": ");
-            PythonJson.appendString(sb, e.getValue());
+            CanonicalJson.appendString(sb, e.getKey());
+            sb.append(": ");
+            CanonicalJson.appendString(sb, e.getValue());
         }
         return sb.append("}}").toString();
     }

@@ -1,8 +1,8 @@
 package dev.stitch.format.full;
 
+import dev.stitch.protocol.CanonicalJson;
 import dev.stitch.encode.TensorData;
 import dev.stitch.format.FormatFiles;
-import dev.stitch.format.PythonJson;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.protocol.ArtifactKind;
@@ -108,8 +108,9 @@ public final class FullCheckpointWriter {
                     sb.append(", ");
                 }
                 first = false;
-                PythonJson.appendString(sb, e.getKey()).append(": ");
-                PythonJson.appendString(sb, e.getValue());
+                CanonicalJson.appendString(sb, e.getKey());
+                sb.append(": ");
+                CanonicalJson.appendString(sb, e.getValue());
             }
             byte[] index = sb.append("}}").toString().getBytes(StandardCharsets.UTF_8);
             WrittenFile wf = FormatFiles.write(dir, prefix + Checkpoint.INDEX, ArtifactKind.FULL, out -> out.write(index));

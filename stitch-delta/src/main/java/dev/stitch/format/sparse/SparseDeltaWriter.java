@@ -1,9 +1,9 @@
 package dev.stitch.format.sparse;
 
+import dev.stitch.protocol.CanonicalJson;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
-import dev.stitch.format.PythonJson;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
@@ -193,7 +193,7 @@ public final class SparseDeltaWriter {
                 sb.append(", ");
             }
             sb.append("{\"name\": ");
-            PythonJson.appendString(sb, p.name());
+            CanonicalJson.appendString(sb, p.name());
             sb.append(", \"dtype\": \"").append(p.dtype().torchName()).append("\", \"shape\": [");
             long[] shape = p.shape();
             for (int d = 0; d < shape.length; d++) {
