@@ -112,6 +112,20 @@ public interface DeltaKernels {
     /** XXH3-128 (seed 0) of the whole segment, equal to the reference implementation. */
     Hash128 xxh3(MemorySegment data);
 
+    /** A new incremental XXH3-128 on this implementation (see {@link Xxh3Stream}). */
+    Xxh3Stream newXxh3Stream();
+
+    /**
+     * XXH3-128 of the bytes {@code current} would hold after {@link #scatter} (or {@link #scatterXor}
+     * when {@code xor}) of {@code count} values, computed block by block in cache without writing
+     * {@code current}, which is read once. Positions must be strictly ascending; with positions out of
+     * order the digest is unspecified (but nothing is written).
+     *
+     * @throws IllegalArgumentException when a position is outside {@code current}
+     */
+    Hash128 patchedXxh3(MemorySegment current, int width, MemorySegment positions, int positionWidth,
+                        MemorySegment values, long count, boolean xor);
+
     /** XOR of all bytes, each zero-extended (slime v1 {@code p}, always {@code < 256}). */
     long xorBytes(MemorySegment data);
 

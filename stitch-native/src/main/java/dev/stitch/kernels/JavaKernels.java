@@ -512,6 +512,78 @@ final class JavaKernels implements DeltaKernels {
     }
 
     @Override
+    public Xxh3Stream newXxh3Stream() {
+        return new JavaXxh3Stream();
+    }
+
+    /** Same block size as the C kernel, so both read {@code current} in the same order. */
+    private static final int PATCH_BLOCK = 16 << 10;
+
+    @Override
+    public Hash128 patchedXxh3(MemorySegment current, int width, MemorySegment positions, int positionWidth,
+                               MemorySegment values, long count, boolean xor) {
+        KernelArgs.width(width);
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        KernelArgs.holds(values, count, width, "values");
+        KernelArgs.wholeElements(current, width, "current");
+        long bytes = current.byteSize();
+        long limit = bytes / width;
+        MemorySegment block = MemorySegment.ofArray(new byte[PATCH_BLOCK]);
+        Xxh3.Hasher h = Xxh3.newHasher();
+        long k = 0;
+        for (long off = 0; off < bytes; off += PATCH_BLOCK) {
+            long n = Math.min(PATCH_BLOCK, bytes - off);
+            MemorySegment.copy(current, off, block, 0, n);
+            long first = off / width;
+            long end = (off + n) / width;
+            for (; k < count; k++) {
+                long p = readPosition(positions, positionWidth, k);
+                if (Long.compareUnsigned(p, end) >= 0) {
+                    break;
+                }
+                if (p >= first) {
+                    long at = (p - first) * width;
+                    long v = get(values, width, k * width);
+                    set(block, width, at, xor ? get(block, width, at) ^ v : v);
+                }
+            }
+            h.update(block.asSlice(0, n));
+        }
+        if (k < count) {
+            throw KernelArgs.positionOutOfRange(readPosition(positions, positionWidth, k), limit);
+        }
+        return h.digest();
+    }
+
+    /** The core module's pure-Java hasher behind {@link Xxh3Stream}. */
+    private static final class JavaXxh3Stream implements Xxh3Stream {
+        private Xxh3.Hasher hasher = Xxh3.newHasher();
+
+        @Override
+        public Xxh3Stream update(MemorySegment data) {
+            hasher.update(data);
+            return this;
+        }
+
+        @Override
+        public Hash128 digest() {
+            return hasher.digest();
+        }
+
+        @Override
+        public long length() {
+            return hasher.length();
+        }
+
+        @Override
+        public Xxh3Stream reset() {
+            hasher = Xxh3.newHasher();
+            return this;
+        }
+    }
+
+    @Override
     public long xorBytes(MemorySegment data) {
         long bytes = data.byteSize();
         long words = bytes >>> 3;

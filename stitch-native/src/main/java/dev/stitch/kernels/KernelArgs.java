@@ -61,6 +61,12 @@ final class KernelArgs {
         }
     }
 
+    static void wholeElements(MemorySegment seg, int width, String what) {
+        if (seg.byteSize() % width != 0) {
+            throw new IllegalArgumentException(what + ": " + seg.byteSize() + " bytes is not a whole number of " + width + "-byte elements");
+        }
+    }
+
     /** Returns the element count of two equally sized segments of whole elements. */
     static long pair(MemorySegment old, MemorySegment neu, int width) {
         width(width);

@@ -39,6 +39,10 @@ final class NativeKernels implements DeltaKernels {
     private final MethodHandle xorInto;
     private final MethodHandle overwriteBytes;
     private final MethodHandle xxh3;
+    private final MethodHandle xxh3Reset;
+    private final MethodHandle xxh3Update;
+    private final MethodHandle xxh3Digest;
+    private final MethodHandle patchedXxh3;
     private final MethodHandle xorBytes;
     private final MethodHandle xorWidened;
     private final MethodHandle streamRead;
@@ -84,6 +88,11 @@ final class NativeKernels implements DeltaKernels {
         xorInto = bind(lookup, "stitch_xor_into", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_LONG));
         overwriteBytes = bind(lookup, "stitch_overwrite_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
         xxh3 = bind(lookup, "stitch_xxh3_128", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, ADDRESS));
+        xxh3Reset = bind(lookup, "stitch_xxh3_stream_reset", FunctionDescriptor.ofVoid(ADDRESS));
+        xxh3Update = bind(lookup, "stitch_xxh3_stream_update", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_LONG));
+        xxh3Digest = bind(lookup, "stitch_xxh3_stream_digest", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        patchedXxh3 = bind(lookup, "stitch_patched_xxh3", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
         xorBytes = bind(lookup, "stitch_xor_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
         xorWidened = bind(lookup, "stitch_xor_widened", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
         streamRead = bind(lookup, "stitch_read_stream", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
@@ -364,6 +373,82 @@ final class NativeKernels implements DeltaKernels {
             throw rethrow(t);
         }
         return new Hash128(out[1], out[0]);
+    }
+
+    @Override
+    public Xxh3Stream newXxh3Stream() {
+        return new NativeXxh3Stream();
+    }
+
+    @Override
+    public Hash128 patchedXxh3(MemorySegment current, int width, MemorySegment positions, int positionWidth,
+                               MemorySegment values, long count, boolean xor) {
+        KernelArgs.width(width);
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        KernelArgs.holds(values, count, width, "values");
+        KernelArgs.wholeElements(current, width, "current");
+        long bytes = current.byteSize();
+        long[] out = new long[2];
+        long r;
+        try {
+            r = (long) patchedXxh3.invokeExact(current, bytes, width, positions, positionWidth, values, count, xor ? 1 : 0,
+                MemorySegment.ofArray(out));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r < 0) {
+            long k = -r - 1;
+            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
+            throw KernelArgs.positionOutOfRange(p, bytes / width);
+        }
+        return new Hash128(out[1], out[0]);
+    }
+
+    /** XXH3 state lives in a Java array passed to critical downcalls, so the GC owns it. */
+    private final class NativeXxh3Stream implements Xxh3Stream {
+        private final long[] state = new long[64];
+        private final MemorySegment stateSeg = MemorySegment.ofArray(state);
+
+        NativeXxh3Stream() {
+            reset();
+        }
+
+        @Override
+        public Xxh3Stream update(MemorySegment data) {
+            try {
+                xxh3Update.invokeExact(stateSeg, data, data.byteSize());
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            return this;
+        }
+
+        @Override
+        public Hash128 digest() {
+            long[] out = new long[2];
+            try {
+                xxh3Digest.invokeExact(stateSeg, MemorySegment.ofArray(out));
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            return new Hash128(out[1], out[0]);
+        }
+
+        @Override
+        public long length() {
+            return state[8];
+        }
+
+        @Override
+        public Xxh3Stream reset() {
+            try {
+                xxh3Reset.invokeExact(stateSeg);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            return this;
+        }
     }
 
     @Override

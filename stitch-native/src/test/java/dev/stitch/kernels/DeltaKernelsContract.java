@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
 import dev.stitch.tensor.Dtype;
 import java.lang.foreign.Arena;
@@ -509,6 +510,72 @@ public abstract class DeltaKernelsContract {
         }
         assertEquals("99aa06d3014798d86001c324468d497f", k.xxh3(MemorySegment.ofArray(new byte[0])).hex());
         assertEquals("06b05ab6733a618578af5f94892f3950", k.xxh3(MemorySegment.ofArray(new byte[] {'a', 'b', 'c'})).hex());
+    }
+
+    @Test
+    void xxh3StreamMatchesOneShotForAnySplit() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(21);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int trial = 0; trial < 400; trial++) {
+                int len = trial < 300 ? trial * 7 : rnd.nextInt(200_000);
+                byte[] b = new byte[len];
+                rnd.nextBytes(b);
+                MemorySegment seg = trial % 2 == 0 ? MemorySegment.ofArray(b) : nat(arena, b);
+                Xxh3Stream s = k.newXxh3Stream();
+                long at = 0;
+                while (at < len) {
+                    long step = Math.min(len - at, rnd.nextInt(4) == 0 ? rnd.nextInt(5000) : rnd.nextInt(300));
+                    s.update(seg.asSlice(at, step));
+                    at += step;
+                }
+                assertEquals(len, s.length());
+                assertEquals(Xxh3.hash128(b), s.digest(), "len " + len);
+                assertEquals(Xxh3.hash128(b), s.digest(), "digest leaves the stream unchanged");
+            }
+            Xxh3Stream s = k.newXxh3Stream().update(MemorySegment.ofArray(new byte[] {1, 2, 3}));
+            assertEquals("06b05ab6733a618578af5f94892f3950", s.reset().update(MemorySegment.ofArray(new byte[] {'a', 'b', 'c'})).digest().hex());
+            assertEquals("99aa06d3014798d86001c324468d497f", k.newXxh3Stream().digest().hex());
+        }
+    }
+
+    @Test
+    void patchedXxh3EqualsHashOfScatteredCopy() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(22);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int width : WIDTHS) {
+                for (int n : new int[] {0, 1, 7, 100, 8191, 8193, 50_000}) {
+                    for (double density : new double[] {0, 0.01, 0.3, 1}) {
+                        for (int pw : new int[] {4, 8}) {
+                            for (boolean xor : new boolean[] {false, true}) {
+                                byte[][] p = pair(rnd, width, n, density);
+                                MemorySegment pos = arena.allocate(Math.max(1, (long) n * pw));
+                                MemorySegment val = arena.allocate(Math.max(1, (long) n * width));
+                                long count = k.diffGather(MemorySegment.ofArray(p[0].clone()), MemorySegment.ofArray(p[1]), width, 0,
+                                        pos, pw, val, xor, false);
+                                MemorySegment current = nat(arena, p[0]);
+                                Hash128 got = k.patchedXxh3(current, width, pos, pw, val, count, xor);
+                                assertEquals(Xxh3.hash128(p[1]), got, "width " + width + " n " + n + " density " + density + " xor " + xor);
+                                assertArrayEquals(p[0], current.toArray(ValueLayout.JAVA_BYTE), "current is not written");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void patchedXxh3RefusesPositionsPastTheEnd() {
+        DeltaKernels k = kernels();
+        MemorySegment current = MemorySegment.ofArray(new byte[64]);
+        MemorySegment pos = MemorySegment.ofArray(new int[] {3, 32});
+        MemorySegment val = MemorySegment.ofArray(new short[] {1, 2});
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> k.patchedXxh3(current, 2, pos, 4, val, 2, false));
+        assertTrue(e.getMessage().contains("32"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> k.patchedXxh3(MemorySegment.ofArray(new byte[5]), 2, pos, 4, val, 0, false));
     }
 
     @Test
