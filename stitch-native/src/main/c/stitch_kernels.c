@@ -720,6 +720,52 @@ EXPORT int64_t stitch_patched_xxh3(const uint8_t *cur, int64_t bytes, int32_t w,
     return count;
 }
 
+/*
+ * Fused apply and hash: scatters (or XORs) count values into dst at positions and returns the
+ * XXH3-128 of dst's new bytes, hashing each 16 KiB block right after patching it, so dst is read
+ * from memory once. Every element's old bytes are saved to undo[k] before it is written. Returns
+ * count; or, when position k is at or past the end, puts dst back from undo and returns -(k+1).
+ */
+static void restore_undo(uint8_t *dst, int32_t w, const uint8_t *pos, int32_t pw, const uint8_t *undo, int64_t count) {
+    /* newest first, so repeated or unordered positions still end at their original bytes */
+    for (int64_t k = count - 1; k >= 0; k--) {
+        st_elem(dst + ld_pos(pos, pw, k) * (uint64_t) w, w, ld_elem(undo + k * w, w));
+    }
+}
+
+EXPORT int64_t stitch_scatter_xxh3(uint8_t *dst, int64_t bytes, int32_t w, const uint8_t *pos, int32_t pw,
+                                   const uint8_t *values, int64_t count, int32_t xor_values, uint8_t *undo, uint64_t *out) {
+    uint64_t st[XS_WORDS];
+    stitch_xxh3_stream_reset(st);
+    int64_t k = 0;
+    for (int64_t off = 0; off < bytes; off += PATCH_BLOCK) {
+        int64_t n = bytes - off < PATCH_BLOCK ? bytes - off : PATCH_BLOCK;
+        uint64_t end = (uint64_t) (off + n) / (uint64_t) w;
+        for (; k < count; k++) {
+            uint64_t p = ld_pos(pos, pw, k);
+            if (p >= end) {
+                break;
+            }
+            uint8_t *d = dst + p * (uint64_t) w;
+            uint64_t old = ld_elem(d, w);
+            uint64_t v = ld_elem(values + k * w, w);
+            st_elem(undo + k * w, w, old);
+            st_elem(d, w, xor_values ? old ^ v : v);
+        }
+        stitch_xxh3_stream_update(st, dst + off, n);
+    }
+    if (k < count) {
+        restore_undo(dst, w, pos, pw, undo, k);
+        return -(k + 1);
+    }
+    stitch_xxh3_stream_digest(st, out);
+    return count;
+}
+
+EXPORT void stitch_restore_undo(uint8_t *dst, int32_t w, const uint8_t *pos, int32_t pw, const uint8_t *undo, int64_t count) {
+    restore_undo(dst, w, pos, pw, undo, count);
+}
+
 /* ---- streaming primitives (memory-traffic floor) ----------------------------------------- */
 
 /* Reads every byte (the streaming read bandwidth B_r); returns an XOR so nothing is optimised away. */

@@ -17,7 +17,6 @@ import dev.stitch.safetensors.SafetensorsFormatException;
 import dev.stitch.tensor.TensorSpec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -32,6 +31,9 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
@@ -51,29 +53,41 @@ public final class HostApplier implements AutoCloseable {
     /** Directory of the state file and the lock inside the local checkpoint. */
     public static final String STATE_DIR = ".weight_sync";
 
-    private static final long WINDOW = TensorPatch.STREAM_BLOCK;
-    /** Largest tensor verified by patching a private copy and hashing it in one native call; bounds what each pool thread keeps (larger ones are hashed in windows). */
-    private static final long ONE_SHOT_DIGEST_BYTES = 256L << 20;
-    private static final ThreadLocal<MemorySegment> SCRATCH = new ThreadLocal<>();
     /** Sorts malformed-stream findings before digest mismatches in the verify pass's report. */
     private static final String MALFORMED_MARK = "\u0000";
 
     private final Path local;
+    private final ForkJoinPool pool;
     private final Path stateFile;
     private final FileChannel lockChannel;
     private final FileLock lock;
     private HostState state;
 
-    private HostApplier(Path local, FileChannel lockChannel, FileLock lock, HostState state) {
+    private HostApplier(Path local, int threads, FileChannel lockChannel, FileLock lock, HostState state) {
         this.local = local;
+        this.pool = new ForkJoinPool(threads);
         this.stateFile = local.resolve(STATE_DIR).resolve("state.json");
         this.lockChannel = lockChannel;
         this.lock = lock;
         this.state = state;
     }
 
-    /** Opens a local checkpoint directory and takes its exclusive lock (fails if another holder has it). */
+    /**
+     * Opens a local checkpoint directory and takes its exclusive lock (fails if another holder has it);
+     * decoding, verifying and writing use one thread per available processor.
+     */
     public static HostApplier open(Path local) throws IOException {
+        return open(local, Runtime.getRuntime().availableProcessors());
+    }
+
+    /**
+     * As {@link #open(Path)}, doing all decode, verify and write work on at most {@code threads}
+     * threads (1 measures the single-threaded figures of delta-formats.md 7.4).
+     */
+    public static HostApplier open(Path local, int threads) throws IOException {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+        }
         if (!Files.isDirectory(local)) {
             throw new IOException(local + " is not a directory");
         }
@@ -91,7 +105,7 @@ public final class HostApplier implements AutoCloseable {
             throw new IOException(dir.resolve("lock") + " is held by another process or applier");
         }
         try {
-            return new HostApplier(local, ch, lock, HostState.read(dir.resolve("state.json")));
+            return new HostApplier(local, threads, ch, lock, HostState.read(dir.resolve("state.json")));
         } catch (IOException | RuntimeException e) {
             lock.release();
             ch.close();
@@ -154,11 +168,44 @@ public final class HostApplier implements AutoCloseable {
                     "out-of-order delta: local at " + state.version() + ", delta builds on " + step.baseVersion());
             }
             long[] w = new long[1];
-            unknown.addAll(applyDelta(step, progress, w));
+            unknown.addAll(inPool(() -> applyDelta(step, progress, w)));
             written += w[0];
             applied.add(step.version());
         }
         return new ApplyResult(from, state.version(), applied, skipped, written, unknown);
+    }
+
+    private interface PoolWork<T> {
+        T run() throws IOException, RefusedVersionException;
+    }
+
+    /** Runs {@code work} on this applier's pool, so the parallel streams inside it use at most its threads. */
+    private <T> T inPool(PoolWork<T> work) throws IOException, RefusedVersionException {
+        try {
+            return pool.submit(() -> {
+                try {
+                    return work.run();
+                } catch (IOException | RefusedVersionException e) {
+                    throw new CompletionException(e);
+                }
+            }).get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while applying", e);
+        } catch (ExecutionException e) {
+            // the fork/join pool may wrap a task's exception once more when it crosses threads
+            Throwable c = e.getCause();
+            while (c instanceof CompletionException && c.getCause() != null) {
+                c = c.getCause();
+            }
+            switch (c) {
+                case IOException io -> throw io;
+                case RefusedVersionException r -> throw r;
+                case RuntimeException r -> throw r;
+                case Error err -> throw err;
+                default -> throw new IOException(c);
+            }
+        }
     }
 
     private boolean sameRun(VersionStep step) {
@@ -326,7 +373,7 @@ public final class HostApplier implements AutoCloseable {
             }
             String got;
             try {
-                got = newBytesDigest(p, t);
+                got = p.newDigest(t);
             } catch (DeltaFormatException e) {
                 return MALFORMED_MARK + e.getMessage();
             }
@@ -339,43 +386,6 @@ public final class HostApplier implements AutoCloseable {
             throw new RefusedVersionException(v, malformed ? RefusedVersionException.Reason.MALFORMED : RefusedVersionException.Reason.CHECKSUM,
                 (malformed ? first.substring(MALFORMED_MARK.length()) : first) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
         }
-    }
-
-    /** This thread's verify buffer, at least {@code len} bytes; kept between calls so big tensors do not fault in fresh pages each time. */
-    private static MemorySegment scratch(long len) {
-        MemorySegment s = SCRATCH.get();
-        if (s == null || s.byteSize() < len) {
-            s = Arena.ofAuto().allocate(Math.max(len, 1L << 20), 64);
-            SCRATCH.set(s);
-        }
-        return s.asSlice(0, len);
-    }
-
-    /** The digest the tensor would have after the patch, computed in windows so nothing is written. */
-    static String newBytesDigest(TensorPatch p, MemorySegment current) {
-        if (p.kind() == TensorPatch.Kind.DENSE_SET) {
-            return Digests.of(p.digestFormat(), p.values());
-        }
-        long len = p.byteLength();
-        if (Digests.XXH3_128.equals(p.digestFormat()) && len <= ONE_SHOT_DIGEST_BYTES) {
-            // patching a private copy and hashing it once natively beats feeding windows to the Java hasher
-            try (TensorPatch.Windows w = p.windows()) {
-                MemorySegment copy = scratch(len);
-                w.patch(current, 0, copy);
-                return Kernels.get().xxh3(copy).hex();
-            }
-        }
-        Digests.Digest d = Digests.newDigest(p.digestFormat());
-        try (Arena arena = Arena.ofConfined(); TensorPatch.Windows w = p.windows()) {
-            MemorySegment scratch = arena.allocate(Math.min(WINDOW, Math.max(1, len)));
-            for (long off = 0; off < len; off += WINDOW) {
-                long n = Math.min(WINDOW, len - off);
-                MemorySegment out = scratch.asSlice(0, n);
-                w.patch(current.asSlice(off, n), off, out);
-                d.update(out);
-            }
-        }
-        return d.hex();
     }
 
     // ---- anchors and rebuilds --------------------------------------------------------------------
@@ -518,6 +528,7 @@ public final class HostApplier implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        pool.shutdown();
         try {
             lock.release();
         } catch (IOException | UncheckedIOException e) {

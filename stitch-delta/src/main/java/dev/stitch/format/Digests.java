@@ -1,7 +1,7 @@
 package dev.stitch.format;
 
-import dev.stitch.hash.Xxh3;
 import dev.stitch.kernels.Kernels;
+import dev.stitch.kernels.Xxh3Stream;
 import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.Locale;
@@ -38,7 +38,7 @@ public final class Digests {
     /** A fresh digest of {@code format}; an unsupported format is a {@link DeltaFormatException}. */
     public static Digest newDigest(String format) {
         if (XXH3_128.equals(format)) {
-            Xxh3.Hasher h = Xxh3.newHasher();
+            Xxh3Stream h = Kernels.get().newXxh3Stream();
             return new Digest() {
                 @Override
                 public Digest update(MemorySegment data) {

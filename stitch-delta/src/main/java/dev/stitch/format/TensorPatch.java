@@ -265,6 +265,40 @@ public final class TensorPatch {
         }
     }
 
+    /** Bytes per window of the windowed digest pass: small enough to stay in L2 between patch and hash. */
+    private static final long DIGEST_WINDOW = 256 << 10;
+
+    /**
+     * The digest (in {@link #digestFormat()}) the tensor would have after this patch, computed from
+     * its {@code current} bytes without writing them. Scatter patches hashed with xxh3-128 take one
+     * fused kernel pass ({@link DeltaKernels#patchedXxh3}); the rest patch cache-sized windows of a
+     * private copy and feed them to an incremental digest.
+     */
+    public String newDigest(MemorySegment current) {
+        if (current.byteSize() != byteLength) {
+            throw new IllegalArgumentException("patch of " + name + " needs " + byteLength + " bytes, target has " + current.byteSize());
+        }
+        DeltaKernels kernels = Kernels.get();
+        if (kind == Kind.DENSE_SET) {
+            return Digests.of(digestFormat, values);
+        }
+        if ((kind == Kind.SCATTER || kind == Kind.SCATTER_XOR) && Digests.XXH3_128.equals(digestFormat)) {
+            return kernels.patchedXxh3(current, width, positions, 8, values, count, kind == Kind.SCATTER_XOR).hex();
+        }
+        Digests.Digest d = Digests.newDigest(digestFormat);
+        long window = Math.max(width, DIGEST_WINDOW - DIGEST_WINDOW % width);
+        try (Arena arena = Arena.ofConfined(); Windows w = windows()) {
+            MemorySegment scratch = arena.allocate(Math.max(1, Math.min(window, byteLength)), 64);
+            for (long off = 0; off < byteLength; off += window) {
+                long n = Math.min(window, byteLength - off);
+                MemorySegment out = scratch.asSlice(0, n);
+                w.patch(current.asSlice(off, n), off, out);
+                d.update(out);
+            }
+        }
+        return d.hex();
+    }
+
     /** Applies the patch to the whole tensor in place. */
     public void applyInPlace(MemorySegment tensor) {
         if (tensor.byteSize() != byteLength) {

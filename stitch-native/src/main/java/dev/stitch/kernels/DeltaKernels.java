@@ -126,6 +126,22 @@ public interface DeltaKernels {
     Hash128 patchedXxh3(MemorySegment current, int width, MemorySegment positions, int positionWidth,
                         MemorySegment values, long count, boolean xor);
 
+    /**
+     * Fused apply and verify: {@link #scatter} (or {@link #scatterXor} when {@code xor}) of
+     * {@code count} values into {@code dst}, returning the XXH3-128 of {@code dst}'s new bytes; each
+     * block is hashed right after it is patched, so {@code dst} is read once. The old bytes of element
+     * {@code k} are saved at {@code undo[k]} ({@code count * width} bytes) before it is written, so
+     * {@link #restoreUndo} can put {@code dst} back exactly when the digest turns out wrong.
+     *
+     * @throws IllegalArgumentException when a position is outside {@code dst}; {@code dst} is then
+     *     already put back and unchanged
+     */
+    Hash128 scatterXxh3(MemorySegment dst, int width, MemorySegment positions, int positionWidth,
+                        MemorySegment values, long count, boolean xor, MemorySegment undo);
+
+    /** Undoes {@link #scatterXxh3}: writes {@code undo[k]} back at {@code positions[k]}, newest first. */
+    void restoreUndo(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment undo, long count);
+
     /** XOR of all bytes, each zero-extended (slime v1 {@code p}, always {@code < 256}). */
     long xorBytes(MemorySegment data);
 

@@ -556,6 +556,55 @@ final class JavaKernels implements DeltaKernels {
         return h.digest();
     }
 
+    @Override
+    public Hash128 scatterXxh3(MemorySegment dst, int width, MemorySegment positions, int positionWidth,
+                               MemorySegment values, long count, boolean xor, MemorySegment undo) {
+        KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
+        KernelArgs.holds(undo, count, width, "undo");
+        KernelArgs.writable(undo, "undo");
+        KernelArgs.wholeElements(dst, width, "destination");
+        long bytes = dst.byteSize();
+        Xxh3.Hasher h = Xxh3.newHasher();
+        long k = 0;
+        for (long off = 0; off < bytes; off += PATCH_BLOCK) {
+            long n = Math.min(PATCH_BLOCK, bytes - off);
+            long end = (off + n) / width;
+            for (; k < count; k++) {
+                long p = readPosition(positions, positionWidth, k);
+                if (Long.compareUnsigned(p, end) >= 0) {
+                    break;
+                }
+                long at = p * width;
+                long old = get(dst, width, at);
+                long v = get(values, width, k * width);
+                set(undo, width, k * width, old);
+                set(dst, width, at, xor ? old ^ v : v);
+            }
+            h.update(dst.asSlice(off, n));
+        }
+        if (k < count) {
+            long bad = readPosition(positions, positionWidth, k);
+            restoreUndo(dst, width, positions, positionWidth, undo, k);
+            throw KernelArgs.positionOutOfRange(bad, bytes / width);
+        }
+        return h.digest();
+    }
+
+    @Override
+    public void restoreUndo(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment undo, long count) {
+        KernelArgs.scatter(dst, width, positions, positionWidth, undo, count);
+        long limit = dst.byteSize() / width;
+        for (long k = 0; k < count; k++) {
+            long p = readPosition(positions, positionWidth, k);
+            if (Long.compareUnsigned(p, limit) >= 0) {
+                throw KernelArgs.positionOutOfRange(p, limit);
+            }
+        }
+        for (long k = count - 1; k >= 0; k--) {
+            set(dst, width, readPosition(positions, positionWidth, k) * width, get(undo, width, k * width));
+        }
+    }
+
     /** The core module's pure-Java hasher behind {@link Xxh3Stream}. */
     private static final class JavaXxh3Stream implements Xxh3Stream {
         private Xxh3.Hasher hasher = Xxh3.newHasher();

@@ -43,6 +43,8 @@ final class NativeKernels implements DeltaKernels {
     private final MethodHandle xxh3Update;
     private final MethodHandle xxh3Digest;
     private final MethodHandle patchedXxh3;
+    private final MethodHandle scatterXxh3;
+    private final MethodHandle restoreUndo;
     private final MethodHandle xorBytes;
     private final MethodHandle xorWidened;
     private final MethodHandle streamRead;
@@ -93,6 +95,9 @@ final class NativeKernels implements DeltaKernels {
         xxh3Digest = bind(lookup, "stitch_xxh3_stream_digest", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
         patchedXxh3 = bind(lookup, "stitch_patched_xxh3", FunctionDescriptor.of(JAVA_LONG,
             ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
+        scatterXxh3 = bind(lookup, "stitch_scatter_xxh3", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
+        restoreUndo = bind(lookup, "stitch_restore_undo", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG));
         xorBytes = bind(lookup, "stitch_xor_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
         xorWidened = bind(lookup, "stitch_xor_widened", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
         streamRead = bind(lookup, "stitch_read_stream", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
@@ -403,6 +408,57 @@ final class NativeKernels implements DeltaKernels {
             throw KernelArgs.positionOutOfRange(p, bytes / width);
         }
         return new Hash128(out[1], out[0]);
+    }
+
+    @Override
+    public Hash128 scatterXxh3(MemorySegment dst, int width, MemorySegment positions, int positionWidth,
+                               MemorySegment values, long count, boolean xor, MemorySegment undo) {
+        KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
+        KernelArgs.holds(undo, count, width, "undo");
+        KernelArgs.writable(undo, "undo");
+        KernelArgs.wholeElements(dst, width, "destination");
+        long bytes = dst.byteSize();
+        long[] out = new long[2];
+        long r;
+        try {
+            r = (long) scatterXxh3.invokeExact(dst, bytes, width, positions, positionWidth, values, count, xor ? 1 : 0, undo,
+                MemorySegment.ofArray(out));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (r < 0) {
+            long k = -r - 1;
+            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
+            throw KernelArgs.positionOutOfRange(p, bytes / width);
+        }
+        return new Hash128(out[1], out[0]);
+    }
+
+    @Override
+    public void restoreUndo(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment undo, long count) {
+        KernelArgs.scatter(dst, width, positions, positionWidth, undo, count);
+        long limit = dst.byteSize() / width;
+        // the C loop trusts positions, so they are range-checked here first
+        long max = count == 0 ? 0 : maxPosition(positions, positionWidth, count);
+        if (count > 0 && Long.compareUnsigned(max, limit) >= 0) {
+            throw KernelArgs.positionOutOfRange(max, limit);
+        }
+        try {
+            restoreUndo.invokeExact(dst, width, positions, positionWidth, undo, count);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static long maxPosition(MemorySegment positions, int positionWidth, long count) {
+        long max = 0;
+        for (long k = 0; k < count; k++) {
+            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
+            if (Long.compareUnsigned(p, max) > 0) {
+                max = p;
+            }
+        }
+        return max;
     }
 
     /** XXH3 state lives in a Java array passed to critical downcalls, so the GC owns it. */

@@ -579,6 +579,55 @@ public abstract class DeltaKernelsContract {
     }
 
     @Test
+    void scatterXxh3WritesHashesAndUndoes() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(23);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int width : WIDTHS) {
+                for (int n : new int[] {0, 1, 7, 8192, 8193, 40_000}) {
+                    for (double density : new double[] {0, 0.02, 0.5, 1}) {
+                        for (int pw : new int[] {4, 8}) {
+                            for (boolean xor : new boolean[] {false, true}) {
+                                byte[][] p = pair(rnd, width, n, density);
+                                MemorySegment pos = arena.allocate(Math.max(1, (long) n * pw));
+                                MemorySegment val = arena.allocate(Math.max(1, (long) n * width));
+                                long count = k.diffGather(MemorySegment.ofArray(p[0].clone()), MemorySegment.ofArray(p[1]), width, 0,
+                                        pos, pw, val, xor, false);
+                                MemorySegment dst = nat(arena, p[0]);
+                                MemorySegment undo = arena.allocate(Math.max(1, count * width));
+                                Hash128 got = k.scatterXxh3(dst, width, pos, pw, val, count, xor, undo);
+                                String what = "width " + width + " n " + n + " density " + density + " xor " + xor;
+                                assertEquals(Xxh3.hash128(p[1]), got, what);
+                                assertArrayEquals(p[1], dst.toArray(ValueLayout.JAVA_BYTE), what);
+                                k.restoreUndo(dst, width, pos, pw, undo, count);
+                                assertArrayEquals(p[0], dst.toArray(ValueLayout.JAVA_BYTE), "restored " + what);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void scatterXxh3PastTheEndLeavesDestinationUnchanged() {
+        DeltaKernels k = kernels();
+        byte[] before = new byte[40_000];
+        new SplittableRandom(24).nextBytes(before);
+        MemorySegment dst = MemorySegment.ofArray(before.clone());
+        // the bad position comes after valid ones in a later block, so some writes happen first
+        MemorySegment pos = MemorySegment.ofArray(new int[] {3, 9000, 15_000, 20_000});
+        MemorySegment val = MemorySegment.ofArray(new short[] {1, 2, 3, 4});
+        MemorySegment undo = MemorySegment.ofArray(new short[4]);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> k.scatterXxh3(dst, 2, pos, 4, val, 4, true, undo));
+        assertTrue(e.getMessage().contains("20000"), e.getMessage());
+        assertArrayEquals(before, dst.toArray(ValueLayout.JAVA_BYTE));
+        assertThrows(IllegalArgumentException.class, () -> k.restoreUndo(dst, 2, pos, 4, undo, 4));
+        assertArrayEquals(before, dst.toArray(ValueLayout.JAVA_BYTE), "a refused restore writes nothing");
+    }
+
+    @Test
     void slimeChecksumParts() {
         DeltaKernels k = kernels();
         SplittableRandom rnd = new SplittableRandom(13);

@@ -202,7 +202,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
             }
         }
         double[] apply = new double[versions];
-        try (HostApplier applier = HostApplier.open(local)) {
+        try (HostApplier applier = HostApplier.open(local, threads)) {
             for (int v = 1; v <= versions; v++) {
                 VersionStep step = step(board, v);
                 long t0 = System.nanoTime();
