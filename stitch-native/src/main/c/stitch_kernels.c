@@ -766,6 +766,43 @@ EXPORT void stitch_restore_undo(uint8_t *dst, int32_t w, const uint8_t *pos, int
     restore_undo(dst, w, pos, pw, undo, count);
 }
 
+/*
+ * As stitch_scatter_xxh3, with positions rebuilt from an escaped u16 gap stream the caller
+ * validated with stitch_escaped_summary (so every position is inside dst and they strictly
+ * ascend): a block is hashed once a position lands past it, while it is still in cache.
+ */
+EXPORT void stitch_scatter_escaped_xxh3(uint8_t *dst, int64_t bytes, int32_t w, const uint8_t *units, int64_t unit_count,
+                                        const uint8_t *values, int32_t xor_values, uint8_t *undo, uint64_t *out) {
+    uint64_t st[XS_WORDS];
+    stitch_xxh3_stream_reset(st);
+    int64_t hashed = 0;
+    int64_t prev = -1;
+    int64_t gap = 0;
+    int64_t k = 0;
+    for (int64_t u = 0; u < unit_count; u++) {
+        uint32_t unit = ld16(units + 2 * u);
+        gap += unit;
+        if (__builtin_expect(unit == 0xFFFF, 0)) {
+            continue;
+        }
+        prev += gap + 1;
+        gap = 0;
+        int64_t at = prev * w;
+        while (at >= hashed + PATCH_BLOCK) {
+            stitch_xxh3_stream_update(st, dst + hashed, PATCH_BLOCK);
+            hashed += PATCH_BLOCK;
+        }
+        uint8_t *d = dst + at;
+        uint64_t old = ld_elem(d, w);
+        uint64_t v = ld_elem(values + k * w, w);
+        st_elem(undo + k * w, w, old);
+        st_elem(d, w, xor_values ? old ^ v : v);
+        k++;
+    }
+    stitch_xxh3_stream_update(st, dst + hashed, bytes - hashed);
+    stitch_xxh3_stream_digest(st, out);
+}
+
 /* ---- streaming primitives (memory-traffic floor) ----------------------------------------- */
 
 /* Reads every byte (the streaming read bandwidth B_r); returns an XOR so nothing is optimised away. */

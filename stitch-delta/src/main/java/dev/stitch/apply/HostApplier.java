@@ -42,11 +42,13 @@ import java.util.stream.Stream;
  * chain of versions of any backend (delta-formats.md 2.10, 3.4, 3.5, 4, 5; board-and-sidecar.md 7.3).
  *
  * <p>For each version every file is verified (size and digest against the manifest), parsed and
- * decoded, and every tensor's new bytes are hashed against the format's digest, all before the first
- * byte of the local checkpoint is written; a refused version leaves the weight files byte-for-byte
- * unchanged. Writes then go straight into memory-mapped shards, tensors in parallel, bracketed by the
- * {@code applying} crash marker in the state file. The exclusive lock {@code .weight_sync/lock} is
- * held from {@link #open} to {@link #close}.
+ * decoded before the first byte of the local checkpoint is written. Tensors with an xxh3-128 digest
+ * are then patched and hashed in one pass over memory-mapped shards, keeping what they overwrite
+ * (delta-formats.md 3.4 step 5); if any digest differs, every one of them is put back, so a refused
+ * version leaves the weight files byte-for-byte unchanged. Other digests are checked by a hashing
+ * pass before writing. Tensors run in parallel, bracketed by the {@code applying} crash marker in
+ * the state file. The exclusive lock {@code .weight_sync/lock} is held from {@link #open} to
+ * {@link #close}.
  */
 public final class HostApplier implements AutoCloseable {
 
@@ -235,17 +237,37 @@ public final class HostApplier implements AutoCloseable {
                 writeState();
                 return unknown;
             }
+            HostState before = state;
             state = state.withApplying(v);
             writeState();
-            AtomicLong bytes = new AtomicLong();
             long total = byName.values().stream().flatMap(List::stream).mapToLong(TensorPatch::byteLength).sum();
+            AtomicLong bytes = new AtomicLong();
+            // First the patches checked while writing (undoable); only once all of them match are the
+            // rest written, which were checked before (or carry no digest) and cannot be undone.
+            List<CheckedWrite> checked = byName.values().stream().flatMap(List::stream).filter(TensorPatch::checkedWhileWriting)
+                .toList().parallelStream().map(p -> {
+                    CheckedWrite w = CheckedWrite.of(p, ckpt.tensor(p.name()));
+                    progress.report(v, "write", bytes.addAndGet(p.byteLength()), total);
+                    return w;
+                }).toList();
+            List<String> bad = checked.stream().map(CheckedWrite::problem).filter(x -> x != null).sorted().toList();
+            if (!bad.isEmpty()) {
+                checked.parallelStream().forEach(CheckedWrite::undo);
+                state = before;
+                writeState();
+                String first = bad.get(0);
+                boolean malformed = first.startsWith(MALFORMED_MARK);
+                throw new RefusedVersionException(v, malformed ? RefusedVersionException.Reason.MALFORMED : RefusedVersionException.Reason.CHECKSUM,
+                    (malformed ? first.substring(MALFORMED_MARK.length()) : first) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
+            }
             byName.entrySet().parallelStream().forEach(e -> {
                 MemorySegment t = ckpt.tensor(e.getKey());
                 for (TensorPatch p : e.getValue()) {
-                    p.applyInPlace(t);
+                    if (!p.checkedWhileWriting()) {
+                        p.applyInPlace(t);
+                        progress.report(v, "write", bytes.addAndGet(p.byteLength()), total);
+                    }
                 }
-                long done = bytes.addAndGet(t.byteSize());
-                progress.report(v, "write", done, total);
             });
             written[0] = bytes.get();
         }
@@ -350,7 +372,10 @@ public final class HostApplier implements AutoCloseable {
         };
     }
 
-    /** Hashes every patched tensor's new bytes window by window, without writing, against its expected digest. */
+    /**
+     * Checks sizes of every tensor with a digest, then hashes the new bytes of those not checked while
+     * writing (dense replacements, non-xxh3 digests) without writing, against their expected digests.
+     */
     private static void verifyDigests(long v, Checkpoint ckpt, Map<String, List<TensorPatch>> byName, ApplyProgress progress)
             throws RefusedVersionException {
         List<TensorPatch> checked = new ArrayList<>();
@@ -360,7 +385,14 @@ public final class HostApplier implements AutoCloseable {
                     if (ps.size() != 1) {
                         throw new RefusedVersionException(v, RefusedVersionException.Reason.MALFORMED, "tensor " + p.name() + " is patched twice");
                     }
-                    checked.add(p);
+                    long have = ckpt.tensor(p.name()).byteSize();
+                    if (have != p.byteLength()) {
+                        throw new RefusedVersionException(v, RefusedVersionException.Reason.CHECKSUM,
+                            "tensor " + p.name() + " has " + have + " bytes locally, the delta expects " + p.byteLength());
+                    }
+                    if (!p.checkedWhileWriting()) {
+                        checked.add(p);
+                    }
                 }
             }
         }
@@ -385,6 +417,29 @@ public final class HostApplier implements AutoCloseable {
             boolean malformed = first.startsWith(MALFORMED_MARK);
             throw new RefusedVersionException(v, malformed ? RefusedVersionException.Reason.MALFORMED : RefusedVersionException.Reason.CHECKSUM,
                 (malformed ? first.substring(MALFORMED_MARK.length()) : first) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
+        }
+    }
+
+    /** One tensor written by {@link TensorPatch#applyAndDigest}: how it went, and how to undo it. */
+    private record CheckedWrite(TensorPatch.Written written, String problem) {
+
+        static CheckedWrite of(TensorPatch p, MemorySegment tensor) {
+            TensorPatch.Written w;
+            try {
+                w = p.applyAndDigest(tensor);
+            } catch (DeltaFormatException | IllegalArgumentException e) {
+                // applyAndDigest already put the tensor back
+                return new CheckedWrite(null, MALFORMED_MARK + e.getMessage());
+            }
+            String problem = w.digest().equals(p.expected()) ? null
+                : "tensor " + p.name() + ": digest of the new bytes is " + w.digest() + ", expected " + p.expected();
+            return new CheckedWrite(w, problem);
+        }
+
+        void undo() {
+            if (written != null) {
+                written.undo();
+            }
         }
     }
 

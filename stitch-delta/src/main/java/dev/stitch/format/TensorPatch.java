@@ -2,6 +2,7 @@ package dev.stitch.format;
 
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
+import dev.stitch.kernels.Xxh3Stream;
 import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -202,11 +203,12 @@ public final class TensorPatch {
                     if (got != want) {
                         throw new DeltaFormatException("patch of " + name + ": xor payload ends after " + (done + at + got) + " of " + byteLength + " bytes");
                     }
+                    // checked before the last block is written, so a failing block never leaves its window half-patched
+                    if (done + at + want == byteLength && stream.read() != -1) {
+                        throw new DeltaFormatException("patch of " + name + ": xor payload is longer than the tensor");
+                    }
                     kernels.xorInto(out.asSlice(at, want), MemorySegment.ofArray(block).asSlice(0, want));
                     at += want;
-                }
-                if (done + len == byteLength && stream.read() != -1) {
-                    throw new DeltaFormatException("patch of " + name + ": xor payload is longer than the tensor");
                 }
             } catch (IOException e) {
                 throw new DeltaFormatException("patch of " + name + ": corrupt zstd stream: " + e.getMessage(), e);
@@ -297,6 +299,92 @@ public final class TensorPatch {
             }
         }
         return d.hex();
+    }
+
+    /**
+     * Whether {@link #applyAndDigest} can check this patch while writing it: an xxh3-128 digest over a
+     * patch whose writes can be undone exactly. A dense replacement is checked on its values before
+     * writing instead, and other digest formats take a separate hashing pass ({@link #newDigest}).
+     */
+    public boolean checkedWhileWriting() {
+        return expected != null && Digests.XXH3_128.equals(digestFormat) && kind != Kind.DENSE_SET;
+    }
+
+    /** A patch written by {@link #applyAndDigest}: the digest of the tensor's new bytes, and how to put the old ones back. */
+    public interface Written {
+        /** Lowercase hex xxh3-128 of the tensor after the patch. */
+        String digest();
+
+        /** Puts the tensor back to its bytes before the patch, exactly. */
+        void undo();
+    }
+
+    /**
+     * Writes the patch into {@code tensor} and hashes the result in the same pass, each block while it
+     * is in cache (delta-formats.md 3.4 step 5 allows writing first when the overwritten bytes are
+     * kept and restored on failure). Only for {@link #checkedWhileWriting()} patches. If the payload
+     * turns out malformed part way, the written part is undone before the exception leaves.
+     */
+    public Written applyAndDigest(MemorySegment tensor) {
+        if (!checkedWhileWriting()) {
+            throw new IllegalStateException("patch of " + name + " is not checked while writing");
+        }
+        if (tensor.byteSize() != byteLength) {
+            throw new IllegalArgumentException("patch of " + name + " needs " + byteLength + " bytes, target has " + tensor.byteSize());
+        }
+        DeltaKernels kernels = Kernels.get();
+        if (kind == Kind.SCATTER || kind == Kind.SCATTER_XOR) {
+            MemorySegment undo = Arena.ofAuto().allocate(Math.max(1, count * width), 8);
+            String digest = kernels.scatterXxh3(tensor, width, positions, 8, values, count, kind == Kind.SCATTER_XOR, undo).hex();
+            return new Written() {
+                @Override
+                public String digest() {
+                    return digest;
+                }
+
+                @Override
+                public void undo() {
+                    kernels.restoreUndo(tensor, width, positions, 8, undo, count);
+                }
+            };
+        }
+        // dense xor kinds: xor is its own inverse, so undoing is applying the same payload again
+        Xxh3Stream h = kernels.newXxh3Stream();
+        long window = STREAM_BLOCK;
+        long done = 0;
+        try (Windows w = windows()) {
+            for (long off = 0; off < byteLength; off += window) {
+                MemorySegment win = tensor.asSlice(off, Math.min(window, byteLength - off));
+                w.patch(win, off, win);
+                done = off + win.byteSize();
+                h.update(win);
+            }
+        } catch (RuntimeException e) {
+            xorAgain(tensor, done);
+            throw e;
+        }
+        String digest = h.digest().hex();
+        return new Written() {
+            @Override
+            public String digest() {
+                return digest;
+            }
+
+            @Override
+            public void undo() {
+                xorAgain(tensor, byteLength);
+            }
+        };
+    }
+
+    /** Applies the first {@code upTo} bytes of a dense xor payload once more, undoing them. */
+    private void xorAgain(MemorySegment tensor, long upTo) {
+        try (Windows w = windows()) {
+            for (long off = 0; off < upTo; off += STREAM_BLOCK) {
+                MemorySegment win = tensor.asSlice(off, Math.min(STREAM_BLOCK, upTo - off));
+                w.patch(win, off, win);
+            }
+        }
     }
 
     /** Applies the patch to the whole tensor in place. */

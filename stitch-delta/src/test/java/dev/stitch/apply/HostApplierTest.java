@@ -104,6 +104,41 @@ class HostApplierTest {
         assertArrayEquals(before, model(local));
     }
 
+    /**
+     * A record whose digest lies (file intact, no manifest digest to catch it): the tensors are written
+     * and hashed in one pass, so the others are already patched when the lie shows; all are put back.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"xor:1", "xor:2", "overwrite:1", "overwrite:2"})
+    void lyingRecordDigestPutsEveryTensorBack(String modeThreads) throws Exception {
+        String[] mt = modeThreads.split(":");
+        List<VersionStep> steps = publishStitchChain(ValueMode.parse(mt[0]), tmp.resolve("board"));
+        Path dir = steps.get(0).directory();
+        Path f = dir.resolve("delta-00000.stdelta");
+        byte[] bytes = Files.readAllBytes(f);
+        dev.stitch.format.stitchdelta.StitchDeltaFile parsed = dev.stitch.format.stitchdelta.StitchDeltaFile.parse(bytes.clone(), "test");
+        assertTrue(parsed.records().size() > 1, "the fixture model has several changed tensors");
+        dev.stitch.format.stitchdelta.StitchRecord last = parsed.records().get(parsed.records().size() - 1);
+        long digestAt = last.offset() + 2 + last.name().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + 3
+            + 8L * last.spec().shape().length + 8 + 2 + 16;
+        bytes[(int) digestAt] ^= 0x01;
+        Files.write(f, bytes);
+        VersionStep unverified = new VersionStep(1, 0, "stitch_delta", dir, steps.get(0).transitionFiles(), Map.of(), false, "run-a");
+        Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
+        byte[] before = model(local);
+        try (HostApplier a = HostApplier.open(local, Integer.parseInt(mt[1]))) {
+            RefusedVersionException e = assertThrows(RefusedVersionException.class, () -> a.apply(List.of(unverified), ApplyProgress.NONE));
+            assertEquals(RefusedVersionException.Reason.CHECKSUM, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains(last.name()), e.getMessage());
+            assertEquals(0, a.version());
+            assertEquals(null, a.state().dirtyReason(), "a refused version leaves the checkpoint clean");
+        }
+        assertArrayEquals(before, model(local));
+        try (HostApplier a = HostApplier.open(local)) {
+            assertEquals(null, a.state().dirtyReason(), "the state file on disk is clean too");
+        }
+    }
+
     @Test
     void sparseDeltaAppliesHostSideNanMasked() throws Exception {
         Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));

@@ -139,6 +139,16 @@ public interface DeltaKernels {
     Hash128 scatterXxh3(MemorySegment dst, int width, MemorySegment positions, int positionWidth,
                         MemorySegment values, long count, boolean xor, MemorySegment undo);
 
+    /**
+     * {@link #scatterXxh3} with positions rebuilt from an escaped u16 gap stream (as
+     * {@link #scatterEscapedGaps}); undo it with {@code scatterEscapedGaps(dst, width, units, unitCount, undo, count, false)}.
+     *
+     * @throws IllegalArgumentException on a malformed stream, a count mismatch or a position past
+     *     {@code dst}, all found before anything is written
+     */
+    Hash128 scatterEscapedXxh3(MemorySegment dst, int width, MemorySegment units, long unitCount,
+                               MemorySegment values, long count, boolean xor, MemorySegment undo);
+
     /** Undoes {@link #scatterXxh3}: writes {@code undo[k]} back at {@code positions[k]}, newest first. */
     void restoreUndo(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment undo, long count);
 

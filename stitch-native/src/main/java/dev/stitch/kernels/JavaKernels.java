@@ -591,6 +591,46 @@ final class JavaKernels implements DeltaKernels {
     }
 
     @Override
+    public Hash128 scatterEscapedXxh3(MemorySegment dst, int width, MemorySegment units, long unitCount,
+                                      MemorySegment values, long count, boolean xor, MemorySegment undo) {
+        KernelArgs.width(width);
+        KernelArgs.escaped(units, unitCount);
+        KernelArgs.holds(values, count, width, "values");
+        KernelArgs.holds(undo, count, width, "undo");
+        KernelArgs.writable(dst, "destination");
+        KernelArgs.writable(undo, "undo");
+        KernelArgs.wholeElements(dst, width, "destination");
+        long bytes = dst.byteSize();
+        validateEscaped(units, unitCount, count, bytes / width);
+        Xxh3.Hasher h = Xxh3.newHasher();
+        long hashed = 0;
+        long prev = -1;
+        long gap = 0;
+        long k = 0;
+        for (long u = 0; u < unitCount; u++) {
+            int unit = units.get(LE16, u << 1) & 0xFFFF;
+            gap += unit;
+            if (unit == 0xFFFF) {
+                continue;
+            }
+            prev += gap + 1;
+            gap = 0;
+            long at = prev * width;
+            while (at >= hashed + PATCH_BLOCK) {
+                h.update(dst.asSlice(hashed, PATCH_BLOCK));
+                hashed += PATCH_BLOCK;
+            }
+            long old = get(dst, width, at);
+            long v = get(values, width, k * width);
+            set(undo, width, k * width, old);
+            set(dst, width, at, xor ? old ^ v : v);
+            k++;
+        }
+        h.update(dst.asSlice(hashed, bytes - hashed));
+        return h.digest();
+    }
+
+    @Override
     public void restoreUndo(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment undo, long count) {
         KernelArgs.scatter(dst, width, positions, positionWidth, undo, count);
         long limit = dst.byteSize() / width;

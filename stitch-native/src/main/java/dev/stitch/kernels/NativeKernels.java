@@ -45,6 +45,7 @@ final class NativeKernels implements DeltaKernels {
     private final MethodHandle patchedXxh3;
     private final MethodHandle scatterXxh3;
     private final MethodHandle restoreUndo;
+    private final MethodHandle scatterEscapedXxh3;
     private final MethodHandle xorBytes;
     private final MethodHandle xorWidened;
     private final MethodHandle streamRead;
@@ -98,6 +99,8 @@ final class NativeKernels implements DeltaKernels {
         scatterXxh3 = bind(lookup, "stitch_scatter_xxh3", FunctionDescriptor.of(JAVA_LONG,
             ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS));
         restoreUndo = bind(lookup, "stitch_restore_undo", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG));
+        scatterEscapedXxh3 = bind(lookup, "stitch_scatter_escaped_xxh3", FunctionDescriptor.ofVoid(
+            ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, ADDRESS, ADDRESS));
         xorBytes = bind(lookup, "stitch_xor_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
         xorWidened = bind(lookup, "stitch_xor_widened", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
         streamRead = bind(lookup, "stitch_read_stream", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
@@ -430,6 +433,33 @@ final class NativeKernels implements DeltaKernels {
             long k = -r - 1;
             long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
             throw KernelArgs.positionOutOfRange(p, bytes / width);
+        }
+        return new Hash128(out[1], out[0]);
+    }
+
+    @Override
+    public Hash128 scatterEscapedXxh3(MemorySegment dst, int width, MemorySegment units, long unitCount,
+                                      MemorySegment values, long count, boolean xor, MemorySegment undo) {
+        KernelArgs.width(width);
+        KernelArgs.escaped(units, unitCount);
+        KernelArgs.holds(values, count, width, "values");
+        KernelArgs.holds(undo, count, width, "undo");
+        KernelArgs.writable(dst, "destination");
+        KernelArgs.writable(undo, "undo");
+        KernelArgs.wholeElements(dst, width, "destination");
+        long bytes = dst.byteSize();
+        long[] summary = new long[2];
+        try {
+            escapedSummary.invokeExact(units, unitCount, MemorySegment.ofArray(summary));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        JavaKernels.checkEscapedSummary(units, unitCount, count, bytes / width, summary[0], summary[1]);
+        long[] out = new long[2];
+        try {
+            scatterEscapedXxh3.invokeExact(dst, bytes, width, units, unitCount, values, xor ? 1 : 0, undo, MemorySegment.ofArray(out));
+        } catch (Throwable t) {
+            throw rethrow(t);
         }
         return new Hash128(out[1], out[0]);
     }

@@ -610,6 +610,43 @@ public abstract class DeltaKernelsContract {
     }
 
     @Test
+    void scatterEscapedXxh3WritesHashesAndUndoes() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(25);
+        try (Arena arena = Arena.ofConfined()) {
+            for (int width : WIDTHS) {
+                for (int n : new int[] {1, 7, 8192, 8193, 200_000}) {
+                    for (double density : new double[] {0, 0.00001, 0.03, 1}) {
+                        for (boolean xor : new boolean[] {false, true}) {
+                            byte[][] p = pair(rnd, width, n, density);
+                            MemorySegment pos = arena.allocate((long) n * 8);
+                            MemorySegment val = arena.allocate((long) n * width);
+                            long count = k.diffGather(MemorySegment.ofArray(p[0].clone()), MemorySegment.ofArray(p[1]), width, 0,
+                                    pos, 8, val, xor, false);
+                            MemorySegment units = arena.allocate(Math.max(2, k.escapedGapUnits(pos, 8, count) * 2));
+                            long unitCount = k.encodeEscapedGaps(pos, 8, count, units);
+                            MemorySegment dst = nat(arena, p[0]);
+                            MemorySegment undo = arena.allocate(Math.max(1, count * width));
+                            String what = "width " + width + " n " + n + " density " + density + " xor " + xor;
+                            assertEquals(Xxh3.hash128(p[1]), k.scatterEscapedXxh3(dst, width, units, unitCount, val, count, xor, undo), what);
+                            assertArrayEquals(p[1], dst.toArray(ValueLayout.JAVA_BYTE), what);
+                            k.scatterEscapedGaps(dst, width, units, unitCount, undo, count, false);
+                            assertArrayEquals(p[0], dst.toArray(ValueLayout.JAVA_BYTE), "restored " + what);
+                        }
+                    }
+                }
+            }
+            // a stream pointing past the end is refused before anything is written
+            byte[] before = new byte[64];
+            MemorySegment dst = MemorySegment.ofArray(before.clone());
+            MemorySegment units = MemorySegment.ofArray(new short[] {2, 40});
+            assertThrows(IllegalArgumentException.class, () -> k.scatterEscapedXxh3(dst, 2, units, 2,
+                    MemorySegment.ofArray(new short[2]), 2, false, MemorySegment.ofArray(new short[2])));
+            assertArrayEquals(before, dst.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
     void scatterXxh3PastTheEndLeavesDestinationUnchanged() {
         DeltaKernels k = kernels();
         byte[] before = new byte[40_000];
