@@ -33,7 +33,11 @@ public final class TensorPatch {
         /** {@code t ^= values} (whole tensor). */
         DENSE_XOR,
         /** {@code t ^= zstd-decode(frame)}, decoded as a stream in blocks so the payload is never held whole. */
-        DENSE_XOR_FRAME
+        DENSE_XOR_FRAME,
+        /** As {@link #SCATTER}, positions kept as the escaped u16 gap stream of stitch_delta (2 bytes a change, not 8). */
+        SCATTER_ESCAPED,
+        /** As {@link #SCATTER_XOR}, positions kept as an escaped u16 gap stream. */
+        SCATTER_ESCAPED_XOR
     }
 
     /** Bytes decoded per block of a streamed frame (delta-formats.md 3.4: blocks of at most 2 MiB). */
@@ -45,7 +49,10 @@ public final class TensorPatch {
     private final long byteLength;
     private final int width;
     private final Kind kind;
-    private final MemorySegment positions;
+    /** u64 LE element indices; for escaped kinds decoded from {@link #units} on first use by a window pass. */
+    private MemorySegment positions;
+    private final MemorySegment units;
+    private final long unitCount;
     private final long count;
     private final MemorySegment values;
     private final String expected;
@@ -53,7 +60,14 @@ public final class TensorPatch {
 
     private TensorPatch(String name, long byteLength, int width, Kind kind, MemorySegment positions, long count, MemorySegment values,
                         String expected, String digestFormat) {
+        this(name, byteLength, width, kind, positions, null, 0, count, values, expected, digestFormat);
+    }
+
+    private TensorPatch(String name, long byteLength, int width, Kind kind, MemorySegment positions, MemorySegment units, long unitCount,
+                        long count, MemorySegment values, String expected, String digestFormat) {
         this.name = Objects.requireNonNull(name);
+        this.units = units;
+        this.unitCount = unitCount;
         this.byteLength = byteLength;
         this.width = width;
         this.kind = kind;
@@ -64,6 +78,12 @@ public final class TensorPatch {
         this.digestFormat = digestFormat;
         boolean dense = kind == Kind.DENSE_SET || kind == Kind.DENSE_XOR;
         if (kind == Kind.DENSE_XOR_FRAME) {
+            return;
+        }
+        if (units != null) {
+            if (values.byteSize() != count * width || units.byteSize() < unitCount * 2) {
+                throw new IllegalArgumentException("patch of " + name + ": value or gap bytes do not match");
+            }
             return;
         }
         if (dense ? values.byteSize() != byteLength : (values.byteSize() != count * width || positions.byteSize() < count * 8)) {
@@ -102,6 +122,17 @@ public final class TensorPatch {
         return new TensorPatch(name, byteLength, width, xor ? Kind.SCATTER_XOR : Kind.SCATTER, positions, count, values, expected, digestFormat);
     }
 
+    /**
+     * A scatter patch whose positions stay an escaped u16 gap stream (stitch_delta 2.4). The stream is
+     * checked (well formed, {@code count} positions, all inside the tensor) by the kernel that first
+     * uses it, before it writes anything.
+     */
+    public static TensorPatch scatterEscaped(String name, long byteLength, int width, boolean xor, MemorySegment units, long unitCount,
+                                             MemorySegment values, long count, String expected, String digestFormat) {
+        return new TensorPatch(name, byteLength, width, xor ? Kind.SCATTER_ESCAPED_XOR : Kind.SCATTER_ESCAPED, null, units, unitCount, count,
+            values, expected, digestFormat);
+    }
+
     /** A whole-tensor patch: {@code values} replaces ({@code xor} false) or is XORed into the tensor. */
     public static TensorPatch dense(String name, int width, boolean xor, MemorySegment values, String expected, String digestFormat) {
         return new TensorPatch(name, values.byteSize(), width, xor ? Kind.DENSE_XOR : Kind.DENSE_SET, null, 0, values, expected, digestFormat);
@@ -133,7 +164,7 @@ public final class TensorPatch {
 
     /** Number of elements written (whole tensor for dense kinds). */
     public long count() {
-        return positions == null ? byteLength / Math.max(1, width) : count;
+        return positions == null && units == null ? byteLength / Math.max(1, width) : count;
     }
 
     public MemorySegment values() {
@@ -147,6 +178,40 @@ public final class TensorPatch {
 
     public String digestFormat() {
         return digestFormat;
+    }
+
+    private boolean escaped() {
+        return kind == Kind.SCATTER_ESCAPED || kind == Kind.SCATTER_ESCAPED_XOR;
+    }
+
+    private boolean xorScatter() {
+        return kind == Kind.SCATTER_XOR || kind == Kind.SCATTER_ESCAPED_XOR;
+    }
+
+    /** The u64 positions, decoded (and checked) from the gap stream the first time an escaped patch needs them. */
+    private synchronized MemorySegment positions() {
+        if (positions == null && units != null) {
+            positions = decodeEscaped(units, unitCount, count, byteLength / width, "patch of " + name);
+        }
+        return positions;
+    }
+
+    /**
+     * Decodes an escaped u16 gap stream into exactly {@code count} u64 LE positions below {@code limit};
+     * a stream that ends inside an escape or yields another count is a {@link DeltaFormatException}.
+     */
+    public static MemorySegment decodeEscaped(MemorySegment units, long unitCount, long count, long limit, String where) {
+        MemorySegment pos = MemorySegment.ofArray(new long[Math.toIntExact(count)]);
+        long n;
+        try {
+            n = Kernels.get().decodeEscapedGaps(units, unitCount, pos, 8, count, limit);
+        } catch (IllegalArgumentException e) {
+            throw new DeltaFormatException(where + ": malformed gap stream: " + e.getMessage(), e);
+        }
+        if (n != count) {
+            throw new DeltaFormatException(where + ": gap stream holds " + n + " positions, the record declares " + count);
+        }
+        return pos;
     }
 
     /**
@@ -216,6 +281,7 @@ public final class TensorPatch {
         }
 
         private void scatterWindow(MemorySegment out, long offset, DeltaKernels kernels) {
+            MemorySegment positions = positions();
             long first = offset / width;
             long end = (offset + out.byteSize()) / width;
             long k0 = cursor;
@@ -233,7 +299,7 @@ public final class TensorPatch {
                 // a window at the tensor's start needs no rebasing: hand the positions to the kernel as they are
                 MemorySegment vals = values.asSlice(k0 * width, n * width);
                 MemorySegment pos = positions.asSlice(8 * k0, 8 * n);
-                if (kind == Kind.SCATTER_XOR) {
+                if (xorScatter()) {
                     kernels.scatterXor(out, width, pos, 8, vals, n);
                 } else {
                     kernels.scatter(out, width, pos, 8, vals, n);
@@ -245,7 +311,7 @@ public final class TensorPatch {
                         rebased.set(U64, 8 * i, positions.get(U64, 8 * (k0 + i)) - first);
                     }
                     MemorySegment vals = values.asSlice(k0 * width, n * width);
-                    if (kind == Kind.SCATTER_XOR) {
+                    if (xorScatter()) {
                         kernels.scatterXor(out, width, rebased, 8, vals, n);
                     } else {
                         kernels.scatter(out, width, rebased, 8, vals, n);
@@ -333,6 +399,26 @@ public final class TensorPatch {
             throw new IllegalArgumentException("patch of " + name + " needs " + byteLength + " bytes, target has " + tensor.byteSize());
         }
         DeltaKernels kernels = Kernels.get();
+        if (escaped()) {
+            MemorySegment undo = Arena.ofAuto().allocate(Math.max(1, count * width), 8);
+            String digest;
+            try {
+                digest = kernels.scatterEscapedXxh3(tensor, width, units, unitCount, values, count, xorScatter(), undo).hex();
+            } catch (IllegalArgumentException e) {
+                throw new DeltaFormatException("patch of " + name + ": malformed gap stream: " + e.getMessage(), e);
+            }
+            return new Written() {
+                @Override
+                public String digest() {
+                    return digest;
+                }
+
+                @Override
+                public void undo() {
+                    kernels.scatterEscapedGaps(tensor, width, units, unitCount, undo, count, false);
+                }
+            };
+        }
         if (kind == Kind.SCATTER || kind == Kind.SCATTER_XOR) {
             MemorySegment undo = Arena.ofAuto().allocate(Math.max(1, count * width), 8);
             String digest = kernels.scatterXxh3(tensor, width, positions, 8, values, count, kind == Kind.SCATTER_XOR, undo).hex();
@@ -398,6 +484,13 @@ public final class TensorPatch {
             case DENSE_XOR -> kernels.xorInto(tensor, values);
             case SCATTER -> kernels.scatter(tensor, width, positions, 8, values, count);
             case SCATTER_XOR -> kernels.scatterXor(tensor, width, positions, 8, values, count);
+            case SCATTER_ESCAPED, SCATTER_ESCAPED_XOR -> {
+                try {
+                    kernels.scatterEscapedGaps(tensor, width, units, unitCount, values, count, xorScatter());
+                } catch (IllegalArgumentException e) {
+                    throw new DeltaFormatException("patch of " + name + ": malformed gap stream: " + e.getMessage(), e);
+                }
+            }
             case DENSE_XOR_FRAME -> {
                 try (Windows w = windows()) {
                     for (long off = 0; off < byteLength; off += STREAM_BLOCK) {

@@ -77,7 +77,7 @@ public interface DeltaKernels {
 
     // ---- byte planes ------------------------------------------------------------------------
 
-    /** Splits {@code count} units of {@code width} bytes into {@code width} planes (all byte 0s, then all byte 1s, ...). */
+    /** Splits {@code count} units of {@code width} bytes into {@code width} planes (all byte 0s, then all byte 1s, ...); src and dst must not overlap. */
     void splitPlanes(MemorySegment src, int width, long count, MemorySegment dst);
 
     /** Inverse of {@link #splitPlanes}. */

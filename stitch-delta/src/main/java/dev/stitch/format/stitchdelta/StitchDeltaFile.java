@@ -262,34 +262,30 @@ public final class StitchDeltaFile {
         }
         MemorySegment gaps = MemorySegment.ofArray(new byte[Math.toIntExact(r.units() * 2)]);
         kernels.mergePlanes(planes(streams, 0, 2, r.units(), what + " gaps"), 2, r.units(), gaps);
-        MemorySegment positions = decodeGaps(gaps, r.units(), r.count(), r.spec().numel(), what);
         MemorySegment values = MemorySegment.ofArray(new byte[Math.toIntExact(r.count() * w)]);
         kernels.mergePlanes(planes(streams, 2, w, r.count(), what + " values"), w, r.count(), values);
-        return TensorPatch.scatterDecoded(r.name(), r.spec().byteLength(), w, r.xor(), positions, r.count(), values, r.digest().hex(),
-            Digests.XXH3_128);
+        // the gap stream stays as it is (2 bytes a change); the kernel that applies it checks it before writing
+        return TensorPatch.scatterEscaped(r.name(), r.spec().byteLength(), w, r.xor(), gaps, r.units(), values, r.count(),
+            r.digest().hex(), Digests.XXH3_128);
     }
+
+    /** Plane buffers up to this size are reused per thread; planes are merged right away, so reuse saves zeroing fresh arrays. */
+    private static final int REUSED_PLANES_BYTES = 64 << 20;
+    private static final ThreadLocal<byte[]> PLANES = new ThreadLocal<>();
 
     /**
-     * Decodes an escaped u16 gap stream into exactly {@code count} u64 LE positions below {@code limit};
-     * a stream that ends inside an escape or yields another count is a {@link DeltaFormatException}.
+     * Decodes {@code width} plane streams starting at {@code first}, each {@code n} bytes, into one plane
+     * buffer, valid until this thread's next call.
      */
-    static MemorySegment decodeGaps(MemorySegment units, long unitCount, long count, long limit, String where) {
-        MemorySegment positions = MemorySegment.ofArray(new byte[Math.toIntExact(count * 8)]);
-        long n;
-        try {
-            n = Kernels.get().decodeEscapedGaps(units, unitCount, positions, 8, count, limit);
-        } catch (IllegalArgumentException e) {
-            throw new DeltaFormatException(where + ": malformed gap stream: " + e.getMessage(), e);
-        }
-        if (n != count) {
-            throw new DeltaFormatException(where + ": gap stream holds " + n + " positions, the record declares " + count);
-        }
-        return positions;
-    }
-
-    /** Decodes {@code width} plane streams starting at {@code first}, each {@code n} bytes, into one plane buffer. */
     private MemorySegment planes(List<StitchRecord.Stream> streams, int first, int width, long n, String what) {
-        byte[] out = new byte[Math.toIntExact(n * width)];
+        int len = Math.toIntExact(n * width);
+        byte[] out = PLANES.get();
+        if (out == null || out.length < len) {
+            out = new byte[len];
+            if (len <= REUSED_PLANES_BYTES) {
+                PLANES.set(out);
+            }
+        }
         for (int b = 0; b < width; b++) {
             StitchRecord.Stream s = streams.get(first + b);
             if (s.compressed()) {
@@ -298,7 +294,7 @@ public final class StitchDeltaFile {
                 System.arraycopy(bytes, (int) s.offset(), out, (int) (b * n), (int) n);
             }
         }
-        return MemorySegment.ofArray(out);
+        return MemorySegment.ofArray(out).asSlice(0, len);
     }
 
     @Override

@@ -126,17 +126,17 @@ class StitchDeltaTest {
         long n = units.length / 2;
         assertEquals(1 + 1 + 2 + 2 + 3, n);
         assertEquals("0000" + "feff" + "ffff0000" + "ffff0100" + "ffffffff0000", HexFormat.of().formatHex(units));
-        assertArrayEquals(pos, longs(StitchDeltaFile.decodeGaps(MemorySegment.ofArray(units), n, pos.length, Long.MAX_VALUE, "t")));
+        assertArrayEquals(pos, longs(dev.stitch.format.TensorPatch.decodeEscaped(MemorySegment.ofArray(units), n, pos.length, Long.MAX_VALUE, "t")));
         long[] far = {(1L << 32) + 7};
         byte[] fu = escapedGaps(far);
         long farUnits = fu.length / 2;
         assertEquals((1L << 32) / 65535 + 1, farUnits, "first index >= 2^32 needs ~65537 escapes");
-        assertArrayEquals(far, longs(StitchDeltaFile.decodeGaps(MemorySegment.ofArray(fu), farUnits, 1, 1L << 33, "t")));
-        assertThrows(DeltaFormatException.class, () -> StitchDeltaFile.decodeGaps(MemorySegment.ofArray(fu), farUnits, 1, 1L << 32, "t"));
+        assertArrayEquals(far, longs(dev.stitch.format.TensorPatch.decodeEscaped(MemorySegment.ofArray(fu), farUnits, 1, 1L << 33, "t")));
+        assertThrows(DeltaFormatException.class, () -> dev.stitch.format.TensorPatch.decodeEscaped(MemorySegment.ofArray(fu), farUnits, 1, 1L << 32, "t"));
         // wrong unit count: a stream that ends inside an escape, or holds more/fewer positions than declared
-        assertThrows(DeltaFormatException.class, () -> StitchDeltaFile.decodeGaps(MemorySegment.ofArray(units), 3, 2, Long.MAX_VALUE, "t"));
-        assertThrows(DeltaFormatException.class, () -> StitchDeltaFile.decodeGaps(MemorySegment.ofArray(units), n, pos.length - 1, Long.MAX_VALUE, "t"));
-        assertThrows(DeltaFormatException.class, () -> StitchDeltaFile.decodeGaps(MemorySegment.ofArray(units), n, pos.length + 1, Long.MAX_VALUE, "t"));
+        assertThrows(DeltaFormatException.class, () -> dev.stitch.format.TensorPatch.decodeEscaped(MemorySegment.ofArray(units), 3, 2, Long.MAX_VALUE, "t"));
+        assertThrows(DeltaFormatException.class, () -> dev.stitch.format.TensorPatch.decodeEscaped(MemorySegment.ofArray(units), n, pos.length - 1, Long.MAX_VALUE, "t"));
+        assertThrows(DeltaFormatException.class, () -> dev.stitch.format.TensorPatch.decodeEscaped(MemorySegment.ofArray(units), n, pos.length + 1, Long.MAX_VALUE, "t"));
     }
 
     private static long[] longs(MemorySegment s) {
