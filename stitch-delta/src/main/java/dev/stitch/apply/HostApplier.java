@@ -11,6 +11,7 @@ import dev.stitch.format.sparse.SparseDeltaFile;
 import dev.stitch.format.sparse.SparseParam;
 import dev.stitch.format.stitchdelta.StitchDeltaFile;
 import dev.stitch.kernels.Kernels;
+import dev.stitch.snapshot.MappedRegions;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsFormatException;
@@ -425,6 +426,7 @@ public final class HostApplier implements AutoCloseable {
 
         static CheckedWrite of(TensorPatch p, MemorySegment tensor) {
             TensorPatch.Written w;
+            MappedRegions.populateWritable(tensor);
             try {
                 w = p.applyAndDigest(tensor);
             } catch (DeltaFormatException | IllegalArgumentException e) {

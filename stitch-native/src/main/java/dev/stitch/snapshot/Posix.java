@@ -19,6 +19,7 @@ final class Posix {
     static final int PROT_READ_WRITE = 0x1 | 0x2;
     static final int MAP_PRIVATE_ANONYMOUS = 0x02 | 0x20;
     static final int MADV_HUGEPAGE = 14;
+    static final int MADV_POPULATE_WRITE = 23;
     static final int RLIMIT_MEMLOCK = 8;
     static final int SC_PAGESIZE = 30;
     static final long RLIM_INFINITY = -1L;
@@ -118,6 +119,18 @@ final class Posix {
     void adviseHugePages(MemorySegment region) {
         try {
             int ignored = (int) madvise.invokeExact(region, region.byteSize(), MADV_HUGEPAGE);
+        } catch (Throwable t) {
+            throw new IllegalStateException("madvise failed", t);
+        }
+    }
+
+    /**
+     * Faults {@code region} in writable with one call (Linux 5.14+); returns false when the kernel
+     * refuses, in which case pages simply fault on first touch.
+     */
+    boolean populateWritable(MemorySegment region) {
+        try {
+            return (int) madvise.invokeExact(region, region.byteSize(), MADV_POPULATE_WRITE) == 0;
         } catch (Throwable t) {
             throw new IllegalStateException("madvise failed", t);
         }

@@ -8,7 +8,7 @@ package dev.stitch.bench.kernels;
  * @param readGbps  B_r in GB/s (1e9 bytes)
  * @param writeGbps B_w in GB/s
  */
-record TrafficFloor(double readGbps, double writeGbps) {
+public record TrafficFloor(double readGbps, double writeGbps) {
 
     /** Fraction of 64-byte lines holding at least one change. */
     static double dirtyLines(int width, double density) {
@@ -37,12 +37,12 @@ record TrafficFloor(double readGbps, double writeGbps) {
     }
 
     /** Floor throughput of the encode kernel, GB/s of model. */
-    double encodeGbps(int width, double density) {
+    public double encodeGbps(int width, double density) {
         return 1 / (encodeReadPerByte(width, density) / readGbps + encodeWritePerByte(width, density) / writeGbps);
     }
 
     /** Floor throughput of the apply kernel, GB/s of model. */
-    double applyGbps(int width, double density) {
+    public double applyGbps(int width, double density) {
         return 1 / (applyReadPerByte(width, density) / readGbps + applyWritePerByte(width, density) / writeGbps);
     }
 }
