@@ -167,6 +167,16 @@ public final class TensorPatch {
         return positions == null && units == null ? byteLength / Math.max(1, width) : count;
     }
 
+    /** The escaped u16 gap stream of an escaped scatter patch (null for other kinds). */
+    public MemorySegment gapUnits() {
+        return units;
+    }
+
+    /** Units in {@link #gapUnits()} (0 for other kinds). */
+    public long gapUnitCount() {
+        return unitCount;
+    }
+
     public MemorySegment values() {
         return values;
     }

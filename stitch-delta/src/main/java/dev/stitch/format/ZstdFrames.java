@@ -20,6 +20,8 @@ public final class ZstdFrames {
     public static final long MAX_ONE_SHOT = Integer.MAX_VALUE - 1024;
 
     private static final int MAGIC = 0xFD2FB528;
+    /** One decompression context per thread: a version decodes dozens of small frames, each would otherwise set one up. */
+    private static final ThreadLocal<ZstdDecompressCtx> DECOMPRESSOR = ThreadLocal.withInitial(ZstdDecompressCtx::new);
 
     private ZstdFrames() {
     }
@@ -125,11 +127,9 @@ public final class ZstdFrames {
             if (Zstd.isError(frameLength) || frameLength != srcLen) {
                 throw new DeltaFormatException(where + ": the zstd frame does not end exactly at the end of its stream");
             }
-            try (ZstdDecompressCtx ctx = new ZstdDecompressCtx()) {
-                int n = ctx.decompressByteArray(dst, dstOff, (int) expected, src, srcOff, srcLen);
-                if (n != expected) {
-                    throw new DeltaFormatException(where + ": zstd frame decoded to " + n + " bytes, expected " + expected);
-                }
+            int n = DECOMPRESSOR.get().decompressByteArray(dst, dstOff, (int) expected, src, srcOff, srcLen);
+            if (n != expected) {
+                throw new DeltaFormatException(where + ": zstd frame decoded to " + n + " bytes, expected " + expected);
             }
         } catch (ZstdException e) {
             throw new DeltaFormatException(where + ": corrupt zstd frame: " + e.getMessage(), e);

@@ -251,22 +251,36 @@ public final class StitchDeltaFile {
 
     /** Decodes one record into a patch. */
     public TensorPatch decode(StitchRecord r) {
+        int w = r.spec().dtype().width();
+        if (r.dense()) {
+            MemorySegment bytes = MemorySegment.ofArray(new byte[Math.toIntExact(r.spec().byteLength())]);
+            decodeInto(r, MemorySegment.NULL, bytes);
+            return TensorPatch.dense(r.name(), w, false, bytes, r.digest().hex(), Digests.XXH3_128);
+        }
+        MemorySegment gaps = MemorySegment.ofArray(new byte[Math.toIntExact(r.units() * 2)]);
+        MemorySegment values = MemorySegment.ofArray(new byte[Math.toIntExact(r.count() * w)]);
+        decodeInto(r, gaps, values);
+        // the gap stream stays as it is (2 bytes a change); the kernel that applies it checks it before writing
+        return TensorPatch.scatterEscaped(r.name(), r.spec().byteLength(), w, r.xor(), gaps, r.units(), values, r.count(),
+            r.digest().hex(), Digests.XXH3_128);
+    }
+
+    /**
+     * Decodes one record's streams into caller memory: the escaped u16 gap stream ({@code units * 2}
+     * bytes; unused for dense records) and the values ({@code count * width} bytes, the whole tensor
+     * for dense records). Lets a caller reuse buffers across records.
+     */
+    public void decodeInto(StitchRecord r, MemorySegment gaps, MemorySegment values) {
         String what = where + " (" + r.name() + ")";
         int w = r.spec().dtype().width();
         DeltaKernels kernels = Kernels.get();
         List<StitchRecord.Stream> streams = r.streams();
         if (r.dense()) {
-            MemorySegment bytes = MemorySegment.ofArray(new byte[Math.toIntExact(r.spec().byteLength())]);
-            kernels.mergePlanes(planes(streams, 0, w, r.spec().numel(), what + " values"), w, r.spec().numel(), bytes);
-            return TensorPatch.dense(r.name(), w, false, bytes, r.digest().hex(), Digests.XXH3_128);
+            kernels.mergePlanes(planes(streams, 0, w, r.spec().numel(), what + " values"), w, r.spec().numel(), values);
+            return;
         }
-        MemorySegment gaps = MemorySegment.ofArray(new byte[Math.toIntExact(r.units() * 2)]);
         kernels.mergePlanes(planes(streams, 0, 2, r.units(), what + " gaps"), 2, r.units(), gaps);
-        MemorySegment values = MemorySegment.ofArray(new byte[Math.toIntExact(r.count() * w)]);
         kernels.mergePlanes(planes(streams, 2, w, r.count(), what + " values"), w, r.count(), values);
-        // the gap stream stays as it is (2 bytes a change); the kernel that applies it checks it before writing
-        return TensorPatch.scatterEscaped(r.name(), r.spec().byteLength(), w, r.xor(), gaps, r.units(), values, r.count(),
-            r.digest().hex(), Digests.XXH3_128);
     }
 
     /** Plane buffers up to this size are reused per thread; planes are merged right away, so reuse saves zeroing fresh arrays. */
