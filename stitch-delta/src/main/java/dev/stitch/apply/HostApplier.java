@@ -426,7 +426,10 @@ public final class HostApplier implements AutoCloseable {
 
         static CheckedWrite of(TensorPatch p, MemorySegment tensor) {
             TensorPatch.Written w;
-            MappedRegions.populateWritable(tensor);
+            if (touchedPages(p) >= 0.5) {
+                // faulting everything in writable also dirties it, worth it only when the patch touches most pages anyway
+                MappedRegions.populateWritable(tensor);
+            }
             try {
                 w = p.applyAndDigest(tensor);
             } catch (DeltaFormatException | IllegalArgumentException e) {
@@ -436,6 +439,16 @@ public final class HostApplier implements AutoCloseable {
             String problem = w.digest().equals(p.expected()) ? null
                 : "tensor " + p.name() + ": digest of the new bytes is " + w.digest() + ", expected " + p.expected();
             return new CheckedWrite(w, problem);
+        }
+
+        /** Expected fraction of the tensor's 4 KiB pages the patch writes (changes spread uniformly). */
+        static double touchedPages(TensorPatch p) {
+            long elements = p.byteLength() / Math.max(1, p.width());
+            if (elements == 0 || p.count() >= elements) {
+                return 1;
+            }
+            double density = (double) p.count() / elements;
+            return 1 - Math.pow(1 - density, 4096.0 / Math.max(1, p.width()));
         }
 
         void undo() {
