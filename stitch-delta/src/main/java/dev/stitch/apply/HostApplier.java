@@ -453,7 +453,7 @@ public final class HostApplier implements AutoCloseable {
 
         void undo() {
             if (written != null) {
-                written.undo();
+                written.undo().run();
             }
         }
     }

@@ -386,13 +386,13 @@ public final class TensorPatch {
         return expected != null && Digests.XXH3_128.equals(digestFormat) && kind != Kind.DENSE_SET;
     }
 
-    /** A patch written by {@link #applyAndDigest}: the digest of the tensor's new bytes, and how to put the old ones back. */
-    public interface Written {
-        /** Lowercase hex xxh3-128 of the tensor after the patch. */
-        String digest();
-
-        /** Puts the tensor back to its bytes before the patch, exactly. */
-        void undo();
+    /**
+     * A patch written by {@link #applyAndDigest}.
+     *
+     * @param digest lowercase hex xxh3-128 of the tensor after the patch
+     * @param undo   puts the tensor back to its bytes before the patch, exactly
+     */
+    public record Written(String digest, Runnable undo) {
     }
 
     /**
@@ -417,32 +417,12 @@ public final class TensorPatch {
             } catch (IllegalArgumentException e) {
                 throw new DeltaFormatException("patch of " + name + ": malformed gap stream: " + e.getMessage(), e);
             }
-            return new Written() {
-                @Override
-                public String digest() {
-                    return digest;
-                }
-
-                @Override
-                public void undo() {
-                    kernels.scatterEscapedGaps(tensor, width, units, unitCount, undo, count, false);
-                }
-            };
+            return new Written(digest, () -> kernels.scatterEscapedGaps(tensor, width, units, unitCount, undo, count, false));
         }
         if (kind == Kind.SCATTER || kind == Kind.SCATTER_XOR) {
             MemorySegment undo = Arena.ofAuto().allocate(Math.max(1, count * width), 8);
             String digest = kernels.scatterXxh3(tensor, width, positions, 8, values, count, kind == Kind.SCATTER_XOR, undo).hex();
-            return new Written() {
-                @Override
-                public String digest() {
-                    return digest;
-                }
-
-                @Override
-                public void undo() {
-                    kernels.restoreUndo(tensor, width, positions, 8, undo, count);
-                }
-            };
+            return new Written(digest, () -> kernels.restoreUndo(tensor, width, positions, 8, undo, count));
         }
         // dense xor kinds: xor is its own inverse, so undoing is applying the same payload again
         Xxh3Stream h = kernels.newXxh3Stream();
@@ -460,17 +440,7 @@ public final class TensorPatch {
             throw e;
         }
         String digest = h.digest().hex();
-        return new Written() {
-            @Override
-            public String digest() {
-                return digest;
-            }
-
-            @Override
-            public void undo() {
-                xorAgain(tensor, byteLength);
-            }
-        };
+        return new Written(digest, () -> xorAgain(tensor, byteLength));
     }
 
     /** Applies the first {@code upTo} bytes of a dense xor payload once more, undoing them. */

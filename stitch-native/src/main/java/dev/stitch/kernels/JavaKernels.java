@@ -522,11 +522,7 @@ final class JavaKernels implements DeltaKernels {
     @Override
     public Hash128 patchedXxh3(MemorySegment current, int width, MemorySegment positions, int positionWidth,
                                MemorySegment values, long count, boolean xor) {
-        KernelArgs.width(width);
-        KernelArgs.positionWidth(positionWidth);
-        KernelArgs.holds(positions, count, positionWidth, "positions");
-        KernelArgs.holds(values, count, width, "values");
-        KernelArgs.wholeElements(current, width, "current");
+        KernelArgs.patched(current, width, positions, positionWidth, values, count);
         long bytes = current.byteSize();
         long limit = bytes / width;
         MemorySegment block = MemorySegment.ofArray(new byte[PATCH_BLOCK]);
@@ -559,10 +555,7 @@ final class JavaKernels implements DeltaKernels {
     @Override
     public Hash128 scatterXxh3(MemorySegment dst, int width, MemorySegment positions, int positionWidth,
                                MemorySegment values, long count, boolean xor, MemorySegment undo) {
-        KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
-        KernelArgs.holds(undo, count, width, "undo");
-        KernelArgs.writable(undo, "undo");
-        KernelArgs.wholeElements(dst, width, "destination");
+        KernelArgs.undoable(dst, width, positions, positionWidth, values, count, undo);
         long bytes = dst.byteSize();
         Xxh3.Hasher h = Xxh3.newHasher();
         long k = 0;
@@ -593,41 +586,12 @@ final class JavaKernels implements DeltaKernels {
     @Override
     public Hash128 scatterEscapedXxh3(MemorySegment dst, int width, MemorySegment units, long unitCount,
                                       MemorySegment values, long count, boolean xor, MemorySegment undo) {
-        KernelArgs.width(width);
-        KernelArgs.escaped(units, unitCount);
-        KernelArgs.holds(values, count, width, "values");
-        KernelArgs.holds(undo, count, width, "undo");
-        KernelArgs.writable(dst, "destination");
-        KernelArgs.writable(undo, "undo");
-        KernelArgs.wholeElements(dst, width, "destination");
-        long bytes = dst.byteSize();
-        validateEscaped(units, unitCount, count, bytes / width);
-        Xxh3.Hasher h = Xxh3.newHasher();
-        long hashed = 0;
-        long prev = -1;
-        long gap = 0;
-        long k = 0;
-        for (long u = 0; u < unitCount; u++) {
-            int unit = units.get(LE16, u << 1) & 0xFFFF;
-            gap += unit;
-            if (unit == 0xFFFF) {
-                continue;
-            }
-            prev += gap + 1;
-            gap = 0;
-            long at = prev * width;
-            while (at >= hashed + PATCH_BLOCK) {
-                h.update(dst.asSlice(hashed, PATCH_BLOCK));
-                hashed += PATCH_BLOCK;
-            }
-            long old = get(dst, width, at);
-            long v = get(values, width, k * width);
-            set(undo, width, k * width, old);
-            set(dst, width, at, xor ? old ^ v : v);
-            k++;
-        }
-        h.update(dst.asSlice(hashed, bytes - hashed));
-        return h.digest();
+        KernelArgs.escapedUndoable(dst, width, units, unitCount, values, count, undo);
+        validateEscaped(units, unitCount, count, dst.byteSize() / width);
+        // the fallback rebuilds positions first and reuses the fused positional pass
+        MemorySegment positions = MemorySegment.ofArray(new long[Math.toIntExact(count)]);
+        decodeEscapedGaps(units, unitCount, positions, 8, count, dst.byteSize() / width);
+        return scatterXxh3(dst, width, positions, 8, values, count, xor, undo);
     }
 
     @Override

@@ -124,6 +124,43 @@ final class KernelArgs {
         writable(dst, "destination");
     }
 
+    /** Arguments of {@code patchedXxh3}. */
+    static void patched(MemorySegment current, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count) {
+        width(width);
+        positionWidth(positionWidth);
+        holds(positions, count, positionWidth, "positions");
+        holds(values, count, width, "values");
+        wholeElements(current, width, "current");
+    }
+
+    /** Arguments of {@code scatterXxh3}: a scatter plus a writable undo buffer for {@code count} elements. */
+    static void undoable(MemorySegment dst, int width, MemorySegment positions, int positionWidth, MemorySegment values, long count,
+                         MemorySegment undo) {
+        scatter(dst, width, positions, positionWidth, values, count);
+        undoBuffer(dst, width, count, undo);
+    }
+
+    /** Arguments of {@code scatterEscapedXxh3}. */
+    static void escapedUndoable(MemorySegment dst, int width, MemorySegment units, long unitCount, MemorySegment values, long count,
+                                MemorySegment undo) {
+        width(width);
+        escaped(units, unitCount);
+        holds(values, count, width, "values");
+        writable(dst, "destination");
+        undoBuffer(dst, width, count, undo);
+    }
+
+    private static void undoBuffer(MemorySegment dst, int width, long count, MemorySegment undo) {
+        holds(undo, count, width, "undo");
+        writable(undo, "undo");
+        wholeElements(dst, width, "destination");
+    }
+
+    /** Position {@code k} of a stream of {@code positionWidth}-byte unsigned integers. */
+    static long position(MemorySegment positions, int positionWidth, long k) {
+        return positionWidth == 4 ? positions.get(LE32, k << 2) & U32_MAX : positions.get(LE64, k << 3);
+    }
+
     static void escaped(MemorySegment units, long unitCount) {
         holds(units, unitCount, 2, "gap units");
     }

@@ -314,9 +314,7 @@ final class NativeKernels implements DeltaKernels {
             throw rethrow(t);
         }
         if (r < 0) {
-            long k = -r - 1;
-            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
-            throw KernelArgs.positionOutOfRange(p, limit);
+            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, -r - 1), limit);
         }
     }
 
@@ -391,11 +389,7 @@ final class NativeKernels implements DeltaKernels {
     @Override
     public Hash128 patchedXxh3(MemorySegment current, int width, MemorySegment positions, int positionWidth,
                                MemorySegment values, long count, boolean xor) {
-        KernelArgs.width(width);
-        KernelArgs.positionWidth(positionWidth);
-        KernelArgs.holds(positions, count, positionWidth, "positions");
-        KernelArgs.holds(values, count, width, "values");
-        KernelArgs.wholeElements(current, width, "current");
+        KernelArgs.patched(current, width, positions, positionWidth, values, count);
         long bytes = current.byteSize();
         long[] out = new long[2];
         long r;
@@ -406,9 +400,7 @@ final class NativeKernels implements DeltaKernels {
             throw rethrow(t);
         }
         if (r < 0) {
-            long k = -r - 1;
-            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
-            throw KernelArgs.positionOutOfRange(p, bytes / width);
+            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, -r - 1), bytes / width);
         }
         return new Hash128(out[1], out[0]);
     }
@@ -416,10 +408,7 @@ final class NativeKernels implements DeltaKernels {
     @Override
     public Hash128 scatterXxh3(MemorySegment dst, int width, MemorySegment positions, int positionWidth,
                                MemorySegment values, long count, boolean xor, MemorySegment undo) {
-        KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
-        KernelArgs.holds(undo, count, width, "undo");
-        KernelArgs.writable(undo, "undo");
-        KernelArgs.wholeElements(dst, width, "destination");
+        KernelArgs.undoable(dst, width, positions, positionWidth, values, count, undo);
         long bytes = dst.byteSize();
         long[] out = new long[2];
         long r;
@@ -430,9 +419,7 @@ final class NativeKernels implements DeltaKernels {
             throw rethrow(t);
         }
         if (r < 0) {
-            long k = -r - 1;
-            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
-            throw KernelArgs.positionOutOfRange(p, bytes / width);
+            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, -r - 1), bytes / width);
         }
         return new Hash128(out[1], out[0]);
     }
@@ -440,13 +427,7 @@ final class NativeKernels implements DeltaKernels {
     @Override
     public Hash128 scatterEscapedXxh3(MemorySegment dst, int width, MemorySegment units, long unitCount,
                                       MemorySegment values, long count, boolean xor, MemorySegment undo) {
-        KernelArgs.width(width);
-        KernelArgs.escaped(units, unitCount);
-        KernelArgs.holds(values, count, width, "values");
-        KernelArgs.holds(undo, count, width, "undo");
-        KernelArgs.writable(dst, "destination");
-        KernelArgs.writable(undo, "undo");
-        KernelArgs.wholeElements(dst, width, "destination");
+        KernelArgs.escapedUndoable(dst, width, units, unitCount, values, count, undo);
         long bytes = dst.byteSize();
         long[] summary = new long[2];
         try {
@@ -483,7 +464,7 @@ final class NativeKernels implements DeltaKernels {
     private static long maxPosition(MemorySegment positions, int positionWidth, long count) {
         long max = 0;
         for (long k = 0; k < count; k++) {
-            long p = positionWidth == 4 ? positions.get(KernelArgs.LE32, k << 2) & KernelArgs.U32_MAX : positions.get(KernelArgs.LE64, k << 3);
+            long p = KernelArgs.position(positions, positionWidth, k);
             if (Long.compareUnsigned(p, max) > 0) {
                 max = p;
             }
