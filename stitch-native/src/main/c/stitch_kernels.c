@@ -988,17 +988,25 @@ EXPORT int64_t stitch_escaped_gap_units(const uint8_t *pos, int32_t pw, int64_t 
     return units;
 }
 
-EXPORT int64_t stitch_encode_escaped_gaps(const uint8_t *pos, int32_t pw, int64_t count, uint8_t *units) {
+/* Returns the units written, or -1 when they would not fit in capacity units (then the output is partial). */
+EXPORT int64_t stitch_encode_escaped_gaps(const uint8_t *pos, int32_t pw, int64_t count, uint8_t *units, int64_t capacity) {
     uint64_t prev = (uint64_t) -1;
     int64_t u = 0;
     for (int64_t k = 0; k < count; k++) {
-        uint64_t p = ld_pos(pos, pw, k);
+        uint64_t p = pw == 4 ? (uint64_t) ld32(pos + 4 * k) : ld64(pos + 8 * k);
         uint64_t g = p - prev - 1;
+        prev = p;
+        if (__builtin_expect(g < 65535 && u < capacity, 1)) {
+            st16(units + 2 * u++, (uint16_t) g);
+            continue;
+        }
+        if ((uint64_t) (capacity - u) < g / 65535 + 1) {
+            return -1;
+        }
         for (uint64_t e = g / 65535; e > 0; e--) {
             st16(units + 2 * u++, 0xFFFF);
         }
         st16(units + 2 * u++, (uint16_t) (g % 65535));
-        prev = p;
     }
     return u;
 }

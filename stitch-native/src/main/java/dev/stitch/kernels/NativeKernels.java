@@ -78,7 +78,7 @@ final class NativeKernels implements DeltaKernels {
         encodeGaps = bind(lookup, "stitch_encode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
         decodeGaps = bind(lookup, "stitch_decode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
         escapedUnits = bind(lookup, "stitch_escaped_gap_units", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG));
-        encodeEscaped = bind(lookup, "stitch_encode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
+        encodeEscaped = bind(lookup, "stitch_encode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
         decodeEscaped = bind(lookup, "stitch_decode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG,
             ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS));
         splitPlanes = bind(lookup, "stitch_split_planes", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
@@ -235,14 +235,21 @@ final class NativeKernels implements DeltaKernels {
 
     @Override
     public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
-        long needed = escapedGapUnits(positions, positionWidth, count);
-        KernelArgs.holds(units, needed, 2, "gap units");
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.writable(units, "gap units");
+        long r;
         try {
-            return (long) encodeEscaped.invokeExact(positions, positionWidth, count, units);
+            // the kernel checks capacity as it goes, so the positions are read once
+            r = (long) encodeEscaped.invokeExact(positions, positionWidth, count, units, units.byteSize() / 2);
         } catch (Throwable t) {
             throw rethrow(t);
         }
+        if (r < 0) {
+            KernelArgs.holds(units, escapedGapUnits(positions, positionWidth, count), 2, "gap units");
+            throw new IllegalStateException("escaped gap encoding overflowed a buffer that holds every unit");
+        }
+        return r;
     }
 
     @Override
