@@ -426,7 +426,8 @@ public final class TensorPatch {
         }
         // dense xor kinds: xor is its own inverse, so undoing is applying the same payload again
         Xxh3Stream h = kernels.newXxh3Stream();
-        long window = STREAM_BLOCK;
+        // windows small enough that the hash re-reads each one from L2 right after the xor wrote it
+        long window = DIGEST_WINDOW;
         long done = 0;
         try (Windows w = windows()) {
             for (long off = 0; off < byteLength; off += window) {
