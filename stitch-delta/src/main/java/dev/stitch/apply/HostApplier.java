@@ -332,33 +332,71 @@ public final class HostApplier implements AutoCloseable {
         SparseParam p = f.params().get(i);
         long[] idx = f.indices(i);
         int w = p.dtype().width();
-        long[][] pairs = new long[idx.length][];
+        // keys = index << 31 | entry number: one primitive sort orders by index, and among repeats the
+        // later entry (which sequential writes would leave in place) sorts last
+        long[] keys = new long[idx.length];
         int n = 0;
+        boolean ascending = true;
+        long prev = -1;
         for (int k = 0; k < idx.length; k++) {
-            int bits = f.valueBits(i, k);
-            if (isNaN(bits, p.dtype())) {
+            if (idx[k] < 0 || idx[k] >= (1L << 32)) {
+                return sparsePatchWideIndices(f, i, idx);
+            }
+            if (isNaN(f.valueBits(i, k), p.dtype())) {
                 continue;
             }
-            pairs[n++] = new long[] {idx[k], bits & 0xFFFFFFFFL};
+            ascending &= idx[k] > prev;
+            prev = idx[k];
+            keys[n++] = idx[k] << 31 | k;
         }
-        long[][] kept = java.util.Arrays.copyOf(pairs, n);
-        // later entries win for a repeated index, as sequential writes would
-        java.util.Arrays.sort(kept, (a, b) -> Long.compare(a[0], b[0]));
-        List<long[]> dedup = new ArrayList<>(n);
-        for (long[] e : kept) {
-            if (!dedup.isEmpty() && dedup.get(dedup.size() - 1)[0] == e[0]) {
-                dedup.set(dedup.size() - 1, e);
-            } else {
-                dedup.add(e);
+        if (!ascending) {
+            java.util.Arrays.sort(keys, 0, n);
+        }
+        long[] pos = new long[n];
+        MemorySegment vals = MemorySegment.ofArray(new byte[Math.multiplyExact(n, w)]);
+        int m = 0;
+        for (int e = 0; e < n; e++) {
+            long index = keys[e] >>> 31;
+            if (e + 1 < n && keys[e + 1] >>> 31 == index) {
+                continue;
+            }
+            int bits = f.valueBits(i, (int) (keys[e] & 0x7FFF_FFFFL));
+            pos[m] = index;
+            for (int b = 0; b < w; b++) {
+                vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) m * w + b, (byte) (bits >>> (8 * b)));
+            }
+            m++;
+        }
+        return TensorPatch.scatter(p.name(), p.spec().byteLength(), w, false, java.util.Arrays.copyOf(pos, m),
+            vals.asSlice(0, (long) m * w), null, null);
+    }
+
+    /** {@link #sparsePatch} for a tensor of more than 2^32 elements, whose indices do not pack into a sort key. */
+    private static TensorPatch sparsePatchWideIndices(SparseDeltaFile f, int i, long[] idx) {
+        SparseParam p = f.params().get(i);
+        int w = p.dtype().width();
+        List<Integer> kept = new ArrayList<>();
+        for (int k = 0; k < idx.length; k++) {
+            if (!isNaN(f.valueBits(i, k), p.dtype())) {
+                kept.add(k);
             }
         }
-        long[] pos = new long[dedup.size()];
-        MemorySegment vals = MemorySegment.ofArray(new byte[dedup.size() * w]);
-        for (int k = 0; k < pos.length; k++) {
-            pos[k] = dedup.get(k)[0];
-            long bits = dedup.get(k)[1];
+        // a stable sort keeps repeats in file order, so the last of each run is the one that wins
+        kept.sort((a, b) -> Long.compare(idx[a], idx[b]));
+        List<Integer> last = new ArrayList<>();
+        for (int e = 0; e < kept.size(); e++) {
+            if (e + 1 == kept.size() || idx[kept.get(e + 1)] != idx[kept.get(e)]) {
+                last.add(kept.get(e));
+            }
+        }
+        long[] pos = new long[last.size()];
+        MemorySegment vals = MemorySegment.ofArray(new byte[Math.multiplyExact(last.size(), w)]);
+        for (int m = 0; m < pos.length; m++) {
+            int k = last.get(m);
+            int bits = f.valueBits(i, k);
+            pos[m] = idx[k];
             for (int b = 0; b < w; b++) {
-                vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) k * w + b, (byte) (bits >>> (8 * b)));
+                vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) m * w + b, (byte) (bits >>> (8 * b)));
             }
         }
         return TensorPatch.scatter(p.name(), p.spec().byteLength(), w, false, pos, vals, null, null);

@@ -139,6 +139,48 @@ class HostApplierTest {
         }
     }
 
+    /** Out-of-order and repeated indices (legal in a v1 file) end as sequential writes would leave them. */
+    @Test
+    void sparsePatchMatchesSequentialWritesForUnsortedAndRepeatedIndices() throws Exception {
+        dev.stitch.tensor.TensorSpec spec = new dev.stitch.tensor.TensorSpec("w", dev.stitch.tensor.Dtype.BF16, new long[] {8});
+        java.lang.foreign.MemorySegment old = java.lang.foreign.MemorySegment.ofArray(new byte[16]);
+        java.lang.foreign.MemorySegment neu = TestChanges.copy(old);
+        java.lang.invoke.VarHandle u16 = java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN).varHandle();
+        neu.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), 2, (short) 0x3F80);
+        neu.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), 4, (short) 0x4000);
+        neu.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), 14, (short) 0x4040);
+        Path dir = tmp.resolve("v1");
+        new dev.stitch.format.sparse.SparseDeltaWriter(dev.stitch.format.sparse.SparseEncoding.INDICES, 1 << 20, 0)
+            .write(1, List.of(TestChanges.diff(spec, old, neu, false)), dir);
+        Path f = dir.resolve("rank0000_flush000000.safetensors");
+        byte[] bytes = Files.readAllBytes(f);
+        // indices 1, 2, 7 become 4, 2, 2 (out of order, 2 repeated); the byte XOR (the file checksum's p) is unchanged
+        int at = indexOf(bytes, new byte[] {1, 0, 0, 0, 2, 0, 0, 0, 7, 0, 0, 0});
+        assertTrue(at > 0, "positions found in the file");
+        System.arraycopy(new byte[] {4, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0}, 0, bytes, at, 12);
+        dev.stitch.format.sparse.SparseDeltaFile parsed = dev.stitch.format.sparse.SparseDeltaFile.parse(bytes, "edited", Long.MAX_VALUE);
+        java.lang.foreign.MemorySegment sequential = TestChanges.copy(old);
+        parsed.applyTo(name -> sequential);
+        java.lang.foreign.MemorySegment viaPatch = TestChanges.copy(old);
+        HostApplier.sparsePatch(parsed, 0).applyInPlace(viaPatch);
+        assertEquals(-1, viaPatch.mismatch(sequential));
+        assertEquals((short) 0x4040, (short) u16.get(sequential, 4L), "the later of the repeated entries wins");
+        assertEquals((short) 0x3F80, (short) u16.get(sequential, 8L));
+    }
+
+    private static int indexOf(byte[] hay, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (hay[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
     @Test
     void sparseDeltaAppliesHostSideNanMasked() throws Exception {
         Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
