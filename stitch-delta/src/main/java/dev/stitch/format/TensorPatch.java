@@ -16,9 +16,9 @@ import java.util.Objects;
 /**
  * A decoded, validated change of one tensor, independent of the format it came from: what to write
  * where, and the digest the tensor's new bytes must have (when the format carries one). The host
- * applier first computes the new bytes window by window to check the digest without writing
- * ({@link #patchWindow}), then writes in place ({@link #applyInPlace}). The byte work runs on
- * {@link Kernels#get()}.
+ * applier either writes and hashes in one pass, keeping what it overwrote ({@link #applyAndDigest}),
+ * or checks the digest without writing ({@link #newDigest}) and then writes ({@link #applyInPlace}).
+ * The byte work runs on {@link Kernels#get()}.
  */
 public final class TensorPatch {
 
@@ -360,8 +360,8 @@ public final class TensorPatch {
         if (kind == Kind.DENSE_SET) {
             return Digests.of(digestFormat, values);
         }
-        if ((kind == Kind.SCATTER || kind == Kind.SCATTER_XOR) && Digests.XXH3_128.equals(digestFormat)) {
-            return kernels.patchedXxh3(current, width, positions, 8, values, count, kind == Kind.SCATTER_XOR).hex();
+        if ((kind == Kind.SCATTER || kind == Kind.SCATTER_XOR || escaped()) && Digests.XXH3_128.equals(digestFormat)) {
+            return kernels.patchedXxh3(current, width, positions(), 8, values, count, xorScatter()).hex();
         }
         Digests.Digest d = Digests.newDigest(digestFormat);
         long window = Math.max(width, DIGEST_WINDOW - DIGEST_WINDOW % width);
