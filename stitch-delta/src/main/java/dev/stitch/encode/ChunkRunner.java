@@ -11,20 +11,21 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * Runs numbered tasks on a fixed set of workers, the caller being worker 0. Each worker knows its
  * number so it can reuse its own scratch memory; tasks are claimed in order from a shared counter,
- * so results never depend on which worker ran what.
+ * so results never depend on which worker ran what. The encoder owns one; format writers borrow it so
+ * a publisher's thread count bounds all of its work.
  */
-final class ChunkRunner implements AutoCloseable {
+public final class ChunkRunner implements AutoCloseable {
 
     /** One task, told which worker runs it. */
     @FunctionalInterface
-    interface Task {
+    public interface Task {
         void run(int worker, int task) throws Exception;
     }
 
     private final int threads;
     private final ExecutorService pool;
 
-    ChunkRunner(int threads, String name) {
+    public ChunkRunner(int threads, String name) {
         if (threads < 1) {
             throw new IllegalArgumentException("threads must be at least 1, got " + threads);
         }
@@ -37,12 +38,12 @@ final class ChunkRunner implements AutoCloseable {
         });
     }
 
-    int threads() {
+    public int threads() {
         return threads;
     }
 
     /** Runs tasks {@code 0 .. count-1}; returns when all finished, rethrowing the first failure. */
-    void run(int count, Task task) {
+    public void run(int count, Task task) {
         AtomicInteger next = new AtomicInteger();
         Throwable[] failure = new Throwable[1];
         Runnable worker0 = worker(0, count, next, task, failure);

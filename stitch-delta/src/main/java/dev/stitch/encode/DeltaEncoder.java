@@ -1,10 +1,13 @@
 package dev.stitch.encode;
 
+import dev.stitch.hash.Hash128;
 import dev.stitch.kernels.DeltaKernels;
+import dev.stitch.kernels.Xxh3Stream;
 import dev.stitch.tensor.TensorSpec;
 import dev.stitch.tensor.WeightsDigest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -20,7 +23,7 @@ import java.util.function.LongConsumer;
  * shape) set yields a layout change instead of a delta.
  *
  * <p>Tensors are cut into chunks of at most {@code chunkElements} elements that run on
- * {@code threads} workers; each chunk gathers into its worker's scratch memory and is then copied
+ * {@code threads} workers; each chunk gathers into its worker's spill memory and is then copied
  * into its place, so the output is identical for every thread count and chunk size. The diff never
  * touches the snapshot: {@link #advance} applies a version to it once the version is durably
  * published, so a failed publish leaves the base intact (delta-formats.md 1.7).
@@ -29,15 +32,20 @@ public final class DeltaEncoder implements AutoCloseable {
 
     /** 1 Mi elements per chunk: large enough to amortise scheduling, small enough to balance threads. */
     public static final long DEFAULT_CHUNK_ELEMENTS = 1L << 20;
+    /** New bytes diffed before they are hashed: small enough to still be in L2 when the hash reads them. */
+    static final long HASH_SLICE_BYTES = 256L << 10;
+    /** Size of a worker's spill block: many chunks' outputs at typical densities. */
+    private static final long SPILL_BLOCK_BYTES = 32L << 20;
+    /** Spill memory a worker keeps between diffs. */
+    private static final long RETAINED_SPILL_BYTES = 64L << 20;
 
     private static final long TWO_POW_32 = 1L << 32;
 
     private final DeltaKernels kernels;
     private final ChunkRunner runner;
     private final long chunkElements;
-    private final Arena scratchArena = Arena.ofShared();
-    private final MemorySegment[] scratchPositions;
-    private final MemorySegment[] scratchValues;
+    private final Spill[] spillPositions;
+    private final Spill[] spillValues;
     private boolean closed;
 
     public DeltaEncoder(DeltaKernels kernels, int threads) {
@@ -51,8 +59,12 @@ public final class DeltaEncoder implements AutoCloseable {
         }
         this.chunkElements = chunkElements;
         this.runner = new ChunkRunner(threads, "stitch-encode");
-        this.scratchPositions = new MemorySegment[threads];
-        this.scratchValues = new MemorySegment[threads];
+        this.spillPositions = new Spill[threads];
+        this.spillValues = new Spill[threads];
+        for (int w = 0; w < threads; w++) {
+            spillPositions[w] = new Spill();
+            spillValues[w] = new Spill();
+        }
     }
 
     public DeltaKernels kernels() {
@@ -63,23 +75,41 @@ public final class DeltaEncoder implements AutoCloseable {
         return runner.threads();
     }
 
+    /** The encoder's workers, for format writers that encode on them between diffs; the encoder closes it. */
+    public ChunkRunner runner() {
+        return runner;
+    }
+
     /**
-     * Compares {@code next} with {@code base}. Positions, values and the list live in {@code out};
+     * Compares {@code next} with {@code base}. Positions and values live in {@code out} (an arena, or
+     * a {@link DiffMemory} reused across versions);
      * {@link TensorChange#oldTensor()} is the snapshot's memory and {@link TensorChange#newTensor()}
      * the caller's, both valid until the snapshot advances.
      *
      * @param mode whether values carry the new bits or {@code new XOR old}
      */
-    public EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, Arena out) {
+    public EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, SegmentAllocator out) {
         return diff(base, next, mode, out, bytes -> { });
     }
 
     /**
-     * As {@link #diff(Snapshot, Collection, ValueMode, Arena)}, telling {@code compared} the bytes of
-     * new weights of each finished chunk; it is called from worker threads, so it must be thread-safe.
+     * As {@link #diff(Snapshot, Collection, ValueMode, SegmentAllocator)}, telling {@code compared}
+     * the bytes of new weights of each finished chunk; it is called from worker threads, so it must
+     * be thread-safe.
+     * Every change carries the xxh3-128 of its new tensor, hashed while the diff has it in cache.
      */
-    public synchronized EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, Arena out,
-                                            LongConsumer compared) {
+    public EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode, SegmentAllocator out,
+                               LongConsumer compared) {
+        return diff(base, next, mode, out, compared, true);
+    }
+
+    /**
+     * As {@link #diff(Snapshot, Collection, ValueMode, SegmentAllocator, LongConsumer)};
+     * {@code digestNew} says whether changes carry {@link TensorChange#newDigest()} (formats that
+     * record it want it, the others save the hashing).
+     */
+    public synchronized EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode,
+                                            SegmentAllocator out, LongConsumer compared, boolean digestNew) {
         checkOpen();
         long started = System.nanoTime();
         List<TensorData> sorted = sortedUnique(next);
@@ -99,8 +129,9 @@ public final class DeltaEncoder implements AutoCloseable {
         List<Chunk> chunks = new ArrayList<>();
         for (int ti = 0; ti < sorted.size(); ti++) {
             long numel = sorted.get(ti).spec().numel();
+            int ordinal = 0;
             for (long start = 0; start < numel; start += chunkElements) {
-                chunks.add(new Chunk(ti, start, Math.min(chunkElements, numel - start)));
+                chunks.add(new Chunk(ti, ordinal++, start, Math.min(chunkElements, numel - start)));
             }
         }
         TensorData[] olds = new TensorData[sorted.size()];
@@ -108,30 +139,22 @@ public final class DeltaEncoder implements AutoCloseable {
             olds[ti] = base.tensor(sorted.get(ti).name());
         }
         boolean xor = mode == ValueMode.XOR;
+        HashOrder hashes = digestNew ? new HashOrder(sorted.size()) : null;
+        for (int w = 0; w < spillPositions.length; w++) {
+            spillPositions[w].rewind();
+            spillValues[w].rewind();
+        }
         runner.run(chunks.size(), (worker, index) -> {
-            Chunk c = chunks.get(index);
-            TensorData neu = sorted.get(c.tensor);
-            int width = neu.spec().dtype().width();
-            int positionWidth = positionWidth(neu.spec());
-            MemorySegment oldSlice = olds[c.tensor].bytes().asSlice(c.start * width, c.count * width);
-            MemorySegment newSlice = neu.bytes().asSlice(c.start * width, c.count * width);
-            MemorySegment pos = scratch(scratchPositions, worker, chunkElements * Long.BYTES);
-            MemorySegment val = scratch(scratchValues, worker, chunkElements * Long.BYTES);
-            long n = kernels.diffGather(oldSlice, newSlice, width, c.start, pos, positionWidth, val, xor, false);
-            if (n > 0) {
-                MemorySegment p;
-                MemorySegment v;
-                synchronized (out) {
-                    p = out.allocate(n * positionWidth, positionWidth);
-                    v = out.allocate(n * width, width);
+            try {
+                diffChunk(chunks.get(index), sorted, olds, worker, xor, hashes);
+            } catch (Throwable t) {
+                if (hashes != null) {
+                    hashes.abandon();
                 }
-                MemorySegment.copy(pos, 0, p, 0, n * positionWidth);
-                MemorySegment.copy(val, 0, v, 0, n * width);
-                c.positions = p;
-                c.values = v;
+                throw t;
             }
-            c.changed = n;
-            compared.accept(c.count * width);
+            Chunk c = chunks.get(index);
+            compared.accept(c.count * sorted.get(c.tensor).spec().dtype().width());
         });
 
         List<TensorChange> changes = new ArrayList<>();
@@ -144,46 +167,80 @@ public final class DeltaEncoder implements AutoCloseable {
             int positionWidth = positionWidth(neu.spec());
             int first = ci;
             long count = 0;
-            int withChanges = 0;
             while (ci < chunks.size() && chunks.get(ci).tensor == ti) {
                 count += chunks.get(ci).changed;
-                withChanges += chunks.get(ci).changed > 0 ? 1 : 0;
                 ci++;
             }
             if (count == 0) {
                 continue;
             }
-            MemorySegment positions;
-            MemorySegment values;
-            if (withChanges == 1) {
-                Chunk only = null;
-                for (int k = first; k < ci; k++) {
-                    if (chunks.get(k).changed > 0) {
-                        only = chunks.get(k);
-                    }
-                }
-                positions = only.positions;
-                values = only.values;
-            } else {
-                positions = out.allocate(count * positionWidth, positionWidth);
-                values = out.allocate(count * width, width);
-                long at = 0;
-                for (int k = first; k < ci; k++) {
-                    Chunk c = chunks.get(k);
-                    if (c.changed > 0) {
-                        MemorySegment.copy(c.positions, 0, positions, at * positionWidth, c.changed * positionWidth);
-                        MemorySegment.copy(c.values, 0, values, at * width, c.changed * width);
-                        at += c.changed;
-                    }
+            // one copy from the workers' spill memory, which the next diff reuses, into the caller's arena
+            MemorySegment positions = out.allocate(count * positionWidth, positionWidth);
+            MemorySegment values = out.allocate(count * width, width);
+            long at = 0;
+            for (int k = first; k < ci; k++) {
+                Chunk c = chunks.get(k);
+                if (c.changed > 0) {
+                    MemorySegment.copy(c.positions, 0, positions, at * positionWidth, c.changed * positionWidth);
+                    MemorySegment.copy(c.values, 0, values, at * width, c.changed * width);
+                    at += c.changed;
                 }
             }
             changes.add(new TensorChange(neu.spec(), count, positions, positionWidth, values, xor,
-                    olds[ti].bytes(), neu.bytes()));
+                    olds[ti].bytes(), neu.bytes(), hashes == null ? null : hashes.digest(ti)));
             changedElements += count;
             changedBytes += count * width;
         }
+        for (int w = 0; w < spillPositions.length; w++) {
+            spillPositions[w].rewind();
+            spillValues[w].rewind();
+        }
         return new EncodedVersion(changes, false, mode, sorted.size(), totalElements, totalBytes,
                 changedElements, changedBytes, System.nanoTime() - started);
+    }
+
+    /**
+     * Diffs one chunk in slices of {@link #HASH_SLICE_BYTES}, hashing each slice of new bytes right
+     * after its diff while it is still in cache; a chunk whose predecessors in the same tensor are
+     * not hashed yet diffs on and hashes what is left once its turn comes.
+     */
+    private void diffChunk(Chunk c, List<TensorData> sorted, TensorData[] olds, int worker, boolean xor,
+                           HashOrder hashes) {
+        TensorData neu = sorted.get(c.tensor);
+        int width = neu.spec().dtype().width();
+        int positionWidth = positionWidth(neu.spec());
+        MemorySegment oldTensor = olds[c.tensor].bytes();
+        MemorySegment newTensor = neu.bytes();
+        MemorySegment pos = spillPositions[worker].reserve(c.count * positionWidth);
+        MemorySegment val = spillValues[worker].reserve(c.count * width);
+        long sliceElements = hashes == null ? c.count : Math.max(1, HASH_SLICE_BYTES / width);
+        boolean myTurn = false;
+        long hashed = 0;
+        long n = 0;
+        for (long s = 0; s < c.count; s += sliceElements) {
+            long len = Math.min(sliceElements, c.count - s);
+            long from = (c.start + s) * width;
+            n += kernels.diffGather(oldTensor.asSlice(from, len * width), newTensor.asSlice(from, len * width), width,
+                    c.start + s, pos.asSlice(n * positionWidth), positionWidth, val.asSlice(n * width), xor, false);
+            if (hashes != null && (myTurn || (myTurn = hashes.isTurn(c.tensor, c.ordinal)))) {
+                hashes.stream(c.tensor, kernels).update(
+                        newTensor.asSlice((c.start + hashed) * width, (s + len - hashed) * width));
+                hashed = s + len;
+            }
+        }
+        if (hashes != null) {
+            if (hashed < c.count) {
+                hashes.awaitTurn(c.tensor, c.ordinal);
+                hashes.stream(c.tensor, kernels).update(
+                        newTensor.asSlice((c.start + hashed) * width, (c.count - hashed) * width));
+            }
+            hashes.pass(c.tensor);
+        }
+        spillPositions[worker].keep(n * positionWidth);
+        spillValues[worker].keep(n * width);
+        c.positions = pos;
+        c.values = val;
+        c.changed = n;
     }
 
     /**
@@ -239,17 +296,6 @@ public final class DeltaEncoder implements AutoCloseable {
         return sorted;
     }
 
-    private MemorySegment scratch(MemorySegment[] slots, int worker, long bytes) {
-        MemorySegment s = slots[worker];
-        if (s == null) {
-            synchronized (scratchArena) {
-                s = scratchArena.allocate(bytes, 64);
-            }
-            slots[worker] = s;
-        }
-        return s;
-    }
-
     private void checkOpen() {
         if (closed) {
             throw new IllegalStateException("encoder is closed");
@@ -262,22 +308,145 @@ public final class DeltaEncoder implements AutoCloseable {
         if (!closed) {
             closed = true;
             runner.close();
-            scratchArena.close();
+            for (int w = 0; w < spillPositions.length; w++) {
+                spillPositions[w].free();
+                spillValues[w].free();
+            }
         }
     }
 
     private static final class Chunk {
         final int tensor;
+        final int ordinal;
         final long start;
         final long count;
         long changed;
         MemorySegment positions;
         MemorySegment values;
 
-        Chunk(int tensor, long start, long count) {
+        Chunk(int tensor, int ordinal, long start, long count) {
             this.tensor = tensor;
+            this.ordinal = ordinal;
             this.start = start;
             this.count = count;
+        }
+    }
+
+    /**
+     * Keeps each tensor's streaming hash in element order across workers: chunk k of a tensor may
+     * feed the hash only after chunk k-1 passed it on. Chunks are claimed in index order, so the
+     * chunk being waited for is always running or done and the wait cannot deadlock; a failing
+     * chunk abandons the whole diff so that no worker waits for a turn that never comes.
+     */
+    private static final class HashOrder {
+        private final int[] turn;
+        private final Xxh3Stream[] streams;
+        private boolean abandoned;
+
+        HashOrder(int tensors) {
+            this.turn = new int[tensors];
+            this.streams = new Xxh3Stream[tensors];
+        }
+
+        synchronized boolean isTurn(int tensor, int ordinal) {
+            return turn[tensor] == ordinal;
+        }
+
+        synchronized void awaitTurn(int tensor, int ordinal) {
+            while (turn[tensor] != ordinal) {
+                if (abandoned) {
+                    throw new IllegalStateException("diff abandoned after another chunk failed");
+                }
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting to hash a chunk", e);
+                }
+            }
+        }
+
+        /** The tensor's stream; only the chunk whose turn it is calls this. */
+        synchronized Xxh3Stream stream(int tensor, DeltaKernels kernels) {
+            Xxh3Stream s = streams[tensor];
+            if (s == null) {
+                s = kernels.newXxh3Stream();
+                streams[tensor] = s;
+            }
+            return s;
+        }
+
+        synchronized void pass(int tensor) {
+            turn[tensor]++;
+            notifyAll();
+        }
+
+        synchronized void abandon() {
+            abandoned = true;
+            notifyAll();
+        }
+
+        /** Digest of a tensor all of whose chunks passed. */
+        synchronized Hash128 digest(int tensor) {
+            return streams[tensor].digest();
+        }
+    }
+
+    /**
+     * A worker's append-only memory for the chunk outputs of one diff, in blocks that later diffs
+     * reuse (so the kernel writes straight into it and nothing is zeroed twice). Blocks beyond
+     * {@link #RETAINED_SPILL_BYTES} are freed once a diff is done, so a dense version does not pin
+     * its size in memory for good.
+     */
+    private static final class Spill {
+        private final List<Arena> arenas = new ArrayList<>();
+        private final List<MemorySegment> blocks = new ArrayList<>();
+        private int block = -1;
+        private long used;
+
+        /** At least {@code bytes} of free memory at the end of the spill; {@link #keep} then claims a prefix. */
+        MemorySegment reserve(long bytes) {
+            if (block < 0 || blocks.get(block).byteSize() - used < bytes) {
+                block++;
+                used = 0;
+                if (block == blocks.size() || blocks.get(block).byteSize() < bytes) {
+                    Arena arena = Arena.ofShared();
+                    MemorySegment seg = arena.allocate(Math.max(SPILL_BLOCK_BYTES, bytes), 64);
+                    arenas.add(block, arena);
+                    blocks.add(block, seg);
+                }
+            }
+            return blocks.get(block).asSlice(used, bytes);
+        }
+
+        void keep(long bytes) {
+            // keep slices 8-byte aligned for the next chunk's positions
+            used += (bytes + 7) & ~7L;
+        }
+
+        /** Starts over, freeing blocks beyond the retained size. */
+        void rewind() {
+            long kept = 0;
+            int i = 0;
+            while (i < blocks.size()) {
+                if (kept + blocks.get(i).byteSize() > RETAINED_SPILL_BYTES && i > 0) {
+                    arenas.remove(i).close();
+                    blocks.remove(i);
+                } else {
+                    kept += blocks.get(i).byteSize();
+                    i++;
+                }
+            }
+            block = -1;
+            used = 0;
+        }
+
+        void free() {
+            for (Arena a : arenas) {
+                a.close();
+            }
+            arenas.clear();
+            blocks.clear();
         }
     }
 

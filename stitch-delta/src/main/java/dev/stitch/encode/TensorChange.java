@@ -1,5 +1,7 @@
 package dev.stitch.encode;
 
+import dev.stitch.hash.Hash128;
+import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 
@@ -17,7 +19,20 @@ import java.lang.foreign.MemorySegment;
  * @param xorValues     whether {@code values} holds XORs rather than new bits
  * @param oldTensor     the whole tensor as last published (the snapshot)
  * @param newTensor     the whole tensor as it is now
+ * @param newDigest     xxh3-128 of {@code newTensor} when the encoder computed it during the diff, else null
  */
 public record TensorChange(TensorSpec spec, long count, MemorySegment positions, int positionWidth,
-                           MemorySegment values, boolean xorValues, MemorySegment oldTensor, MemorySegment newTensor) {
+                           MemorySegment values, boolean xorValues, MemorySegment oldTensor, MemorySegment newTensor,
+                           Hash128 newDigest) {
+
+    /** A change whose new tensor's digest is not known yet (writers hash it when they need it). */
+    public TensorChange(TensorSpec spec, long count, MemorySegment positions, int positionWidth,
+                        MemorySegment values, boolean xorValues, MemorySegment oldTensor, MemorySegment newTensor) {
+        this(spec, count, positions, positionWidth, values, xorValues, oldTensor, newTensor, null);
+    }
+
+    /** xxh3-128 of the new tensor: the one carried from the diff, or computed now with {@code kernels}. */
+    public Hash128 newDigest(DeltaKernels kernels) {
+        return newDigest != null ? newDigest : kernels.xxh3(newTensor);
+    }
 }

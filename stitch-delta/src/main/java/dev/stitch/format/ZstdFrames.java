@@ -50,6 +50,50 @@ public final class ZstdFrames {
         }
     }
 
+    /** Worst-case frame size of {@code rawLength} bytes of input. */
+    public static long bound(long rawLength) {
+        return Zstd.compressBound(rawLength);
+    }
+
+    /**
+     * A reusable compressor producing exactly the frames of {@link #compress(byte[])}, from and into
+     * native memory, so a writer compressing many streams sets up one context and copies nothing.
+     * Not thread-safe.
+     */
+    public static final class Compressor implements AutoCloseable {
+        private final ZstdCompressCtx ctx = new ZstdCompressCtx();
+
+        public Compressor() {
+            ctx.setLevel(LEVEL);
+            ctx.setContentSize(true);
+            ctx.setChecksum(false);
+        }
+
+        /**
+         * Compresses {@code src} into one frame at the start of {@code dst} (both native, {@code dst}
+         * at least {@link #bound} of the input) and returns the frame's length.
+         */
+        public long compress(MemorySegment src, MemorySegment dst) {
+            if (!src.isNative() || !dst.isNative()) {
+                throw new IllegalArgumentException("compression works on native memory only");
+            }
+            if (src.byteSize() > MAX_ONE_SHOT) {
+                throw new IllegalArgumentException("stream of " + src.byteSize() + " bytes is too large for one-shot compression");
+            }
+            long room = Math.min(dst.byteSize(), MAX_ONE_SHOT);
+            if (room < bound(src.byteSize())) {
+                throw new IllegalArgumentException("output of " + dst.byteSize() + " bytes is below the bound " + bound(src.byteSize()));
+            }
+            return ctx.compressDirectByteBuffer(dst.asSlice(0, room).asByteBuffer(), 0, (int) room,
+                    src.asByteBuffer(), 0, (int) src.byteSize());
+        }
+
+        @Override
+        public void close() {
+            ctx.close();
+        }
+    }
+
     /**
      * The frame's declared content size, after checking the frame is well-formed: magic present,
      * size declared, at most {@code bound}, and the frame ends exactly at the end of {@code frame}.

@@ -34,7 +34,7 @@ final class VersionWriters {
         return switch (backend) {
             case SPARSE_DELTA -> new SparseDeltaWriter(p.sparseEncoding(), p.bucketBytes(), 0).write(version, changes, dir);
             case DISK_DELTA -> new DiskDeltaWriter(p.diskEncoding(), p.maxFileBytes()).write(version, changes, dir);
-            case STITCH_DELTA -> new StitchDeltaWriter(p.stitchValues(), p.maxFileBytes()).write(version, changes, dir);
+            case STITCH_DELTA -> p.stitchWriter().write(version, changes, dir);
             case FULL -> throw new IllegalArgumentException("full versions have no transition");
         };
     }

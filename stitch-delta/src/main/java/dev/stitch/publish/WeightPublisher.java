@@ -6,6 +6,7 @@ import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.ManifestFields;
 import dev.stitch.board.VersionPublication;
 import dev.stitch.encode.DeltaEncoder;
+import dev.stitch.encode.DiffMemory;
 import dev.stitch.encode.EncodedVersion;
 import dev.stitch.encode.Snapshot;
 import dev.stitch.encode.TensorData;
@@ -16,6 +17,7 @@ import dev.stitch.format.WrittenFile;
 import dev.stitch.format.disk.DiskDeltaWriter;
 import dev.stitch.format.sparse.SparseDeltaWriter;
 import dev.stitch.format.sparse.SparseEncoding;
+import dev.stitch.format.stitchdelta.StitchDeltaWriter;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
@@ -23,8 +25,8 @@ import dev.stitch.protocol.Manifest;
 import dev.stitch.snapshot.HostMemoryAllocator;
 import dev.stitch.tensor.WeightsDigest;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -74,6 +76,8 @@ public final class WeightPublisher implements AutoCloseable {
     public static final String PUBLISHER_ID = "stitch-java";
 
     private static final Logger LOG = LoggerFactory.getLogger(WeightPublisher.class);
+    /** Diff output kept mapped between versions: a 3% version of a 2 GiB bf16 model fits. */
+    private static final long RETAINED_DIFF_BYTES = 256L << 20;
 
     private final FilesystemBulletinBoard board;
     private final String runId;
@@ -91,6 +95,10 @@ public final class WeightPublisher implements AutoCloseable {
     private final String baseModel;
     private final Map<String, String> metadata;
     private final DeltaEncoder encoder;
+    /** Kept for the publisher's life so its scratch memory stays mapped from one version to the next. */
+    private final StitchDeltaWriter stitchWriter;
+    /** Holds each version's changes until the snapshot advanced; reused so its pages stay mapped. */
+    private final DiffMemory diffMemory;
     private final Snapshot snapshot;
     private final HostMemoryAllocator memory;
     private final ExecutorService asyncExecutor;
@@ -117,6 +125,8 @@ public final class WeightPublisher implements AutoCloseable {
         this.baseModel = b.baseModel;
         this.metadata = Map.copyOf(b.metadata);
         this.encoder = new DeltaEncoder(b.kernels, b.threads);
+        this.stitchWriter = new StitchDeltaWriter(stitchValues, maxFileBytes, encoder.runner(), true);
+        this.diffMemory = new DiffMemory(RETAINED_DIFF_BYTES);
         this.snapshot = snapshot;
         this.memory = memory;
         this.asyncExecutor = Executors.newSingleThreadExecutor(r -> {
@@ -227,8 +237,8 @@ public final class WeightPublisher implements AutoCloseable {
         synchronized (publishLock) {
             checkOpen();
             long started = System.nanoTime();
-            try (Arena arena = Arena.ofShared()) {
-                Attempt a = stage(version, tensors, extraMetadata, arena);
+            try {
+                Attempt a = stage(version, tensors, extraMetadata, diffMemory);
                 long snapStart = System.nanoTime();
                 advanceSnapshot(version, a.encoded, tensors);
                 long snapNanos = System.nanoTime() - snapStart;
@@ -241,12 +251,16 @@ public final class WeightPublisher implements AutoCloseable {
                 return new PublishResult(version, runId, a.backend.id(), a.encoding, a.valueMode, a.fallbackReason,
                         a.anchor, e.tensors(), e.changes().size(), e.totalElements(), e.changedElements(), e.changedBytes(),
                         e.totalBytes(), a.rawBytes, a.transitionBytes, a.fullBytes, a.files, timings, a.weightsDigest);
+            } finally {
+                // the changes are applied to the snapshot (or abandoned): their memory is free for the next version
+                diffMemory.reset();
             }
         }
     }
 
     /** Everything up to and including the pointer move; the snapshot is untouched. */
-    private Attempt stage(long version, Collection<TensorData> tensors, Map<String, String> extraMetadata, Arena arena)
+    private Attempt stage(long version, Collection<TensorData> tensors, Map<String, String> extraMetadata,
+                          SegmentAllocator arena)
             throws IOException {
         Attempt a = new Attempt();
         VersionPublication pub = board.beginPublish(runId, version);
@@ -259,7 +273,8 @@ public final class WeightPublisher implements AutoCloseable {
             long total = modelBytes;
             AtomicLong compared = new AtomicLong();
             LongConsumer diffProgress = bytes -> progress.report(version, "diff", compared.addAndGet(bytes), total);
-            EncodedVersion encoded = encoder.diff(snapshot, tensors, diffMode(firstDeltaBackend()), arena, diffProgress);
+            EncodedVersion encoded = encoder.diff(snapshot, tensors, diffMode(firstDeltaBackend()), arena, diffProgress,
+                    recordsNewDigests());
             List<String> skipped = new ArrayList<>();
             Backend chosen = null;
             WriteResult written = null;
@@ -276,7 +291,7 @@ public final class WeightPublisher implements AutoCloseable {
                     ValueMode wanted = diffMode(b);
                     if (encoded.valueMode() != wanted) {
                         compared.set(0);
-                        encoded = encoder.diff(snapshot, tensors, wanted, arena, diffProgress);
+                        encoded = encoder.diff(snapshot, tensors, wanted, arena, diffProgress, recordsNewDigests());
                     }
                     progress.report(version, "encode", 0, encoded.changedBytes());
                     long t0 = System.nanoTime();
@@ -412,6 +427,11 @@ public final class WeightPublisher implements AutoCloseable {
         return Backend.FULL;
     }
 
+    /** Whether a configured format records digests of new tensors, so the diff should hash them while it reads them. */
+    private boolean recordsNewDigests() {
+        return backends.contains(Backend.STITCH_DELTA) || backends.contains(Backend.DISK_DELTA);
+    }
+
     /** The values a backend's writer wants: stitch_delta follows its value mode, the others read new bits. */
     private ValueMode diffMode(Backend b) {
         return b == Backend.STITCH_DELTA ? stitchValues : ValueMode.OVERWRITE;
@@ -449,6 +469,10 @@ public final class WeightPublisher implements AutoCloseable {
         return encoder.threads();
     }
 
+    StitchDeltaWriter stitchWriter() {
+        return stitchWriter;
+    }
+
     DeltaKernels kernels() {
         return encoder.kernels();
     }
@@ -476,6 +500,8 @@ public final class WeightPublisher implements AutoCloseable {
         synchronized (publishLock) {
             if (!closed) {
                 closed = true;
+                stitchWriter.close();
+                diffMemory.close();
                 encoder.close();
                 snapshot.close();
                 memory.close();

@@ -4,15 +4,21 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.hash.Xxh3;
+import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -71,6 +77,98 @@ class DeltaEncoderTest {
                 }
             }
         }
+    }
+
+    @Test
+    void carriedDigestIsTheXxh3OfTheNewTensor() {
+        List<TensorData> base = new ArrayList<>(randomModel(31));
+        // larger than a hash slice, so slices inside one chunk are hashed one by one
+        TensorSpec big = new TensorSpec("model.big", Dtype.BF16, new long[] {300_001});
+        byte[] bytes = new byte[(int) big.byteLength()];
+        new Random(33).nextBytes(bytes);
+        base.add(new TensorData(big, MemorySegment.ofArray(bytes)));
+        List<TensorData> next = perturb(base, 0.04, 32);
+        for (int threads : new int[] {1, 2, 3}) {
+            // odd chunk sizes put chunk and hash-slice boundaries inside elements' runs and tensors
+            for (long chunk : new long[] {7, 333, 100_003, DeltaEncoder.DEFAULT_CHUNK_ELEMENTS}) {
+                try (Arena arena = Arena.ofShared();
+                     Snapshot snap = Snapshot.copyOf(base);
+                     DeltaEncoder enc = new DeltaEncoder(Kernels.get(), threads, chunk)) {
+                    EncodedVersion v = enc.diff(snap, next, ValueMode.XOR, arena);
+                    assertFalse(v.changes().isEmpty());
+                    for (TensorChange c : v.changes()) {
+                        assertEquals(Xxh3.hash128(c.newTensor().toArray(ValueLayout.JAVA_BYTE)), c.newDigest(),
+                                c.spec().name() + ", threads " + threads + ", chunk " + chunk);
+                    }
+                    EncodedVersion plain = enc.diff(snap, next, ValueMode.XOR, arena, done -> { }, false);
+                    assertTrue(plain.changes().stream().allMatch(c -> c.newDigest() == null));
+                    assertEquals(v.changedElements(), plain.changedElements());
+                }
+            }
+        }
+    }
+
+    @Test
+    void diffMemoryIsReusedAcrossVersionsAndGivesTheSameChanges() {
+        List<TensorData> base = randomModel(51);
+        List<TensorData> next = perturb(base, 0.05, 52);
+        try (Arena arena = Arena.ofShared();
+             DiffMemory memory = new DiffMemory(64L << 20);
+             Snapshot snap = Snapshot.copyOf(base);
+             DeltaEncoder enc = new DeltaEncoder(Kernels.get(), 2, 333)) {
+            byte[][] reference = flatten(enc.diff(snap, next, ValueMode.XOR, arena));
+            for (int round = 0; round < 3; round++) {
+                memory.reset();
+                byte[][] flat = flatten(enc.diff(snap, next, ValueMode.XOR, memory));
+                assertEquals(reference.length, flat.length);
+                for (int i = 0; i < flat.length; i++) {
+                    assertArrayEquals(reference[i], flat[i], "round " + round);
+                }
+            }
+            long mapped = memory.mappedBytes();
+            memory.reset();
+            assertEquals(mapped, memory.mappedBytes(), "memory within the retained size stays mapped");
+            MemorySegment a = memory.allocate(3, 1);
+            MemorySegment b = memory.allocate(16, 8);
+            assertEquals(0, b.address() % 8);
+            assertTrue(b.address() >= a.address() + 3, "allocations do not overlap");
+        }
+        try (DiffMemory small = new DiffMemory(0)) {
+            small.allocate(100, 8);
+            assertTrue(small.mappedBytes() > 0);
+            small.reset();
+            assertEquals(0, small.mappedBytes(), "memory beyond the retained size is freed on reset");
+        }
+    }
+
+    @Test
+    void aFailingChunkDoesNotLeaveWorkersWaitingForTheirTurnToHash() {
+        List<TensorData> base = randomModel(41);
+        List<TensorData> next = perturb(base, 0.04, 42);
+        DeltaKernels real = Kernels.get();
+        // fails the diff of one early chunk of the 3000-element tensor, so later chunks wait on it
+        DeltaKernels failing = (DeltaKernels) Proxy.newProxyInstance(DeltaKernels.class.getClassLoader(),
+                new Class<?>[] {DeltaKernels.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("diffGather") && (long) args[3] == 10
+                            && ((MemorySegment) args[1]).byteSize() == 10) {
+                        throw new IllegalStateException("injected failure");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        assertTimeoutPreemptively(Duration.ofSeconds(30), () -> {
+            try (Arena arena = Arena.ofShared();
+                 Snapshot snap = Snapshot.copyOf(base);
+                 DeltaEncoder enc = new DeltaEncoder(failing, 3, 5)) {
+                IllegalStateException e = assertThrows(IllegalStateException.class,
+                        () -> enc.diff(snap, next, ValueMode.XOR, arena));
+                assertTrue(e.getMessage().contains("injected failure") || e.getMessage().contains("abandoned"),
+                        e.getMessage());
+            }
+        });
     }
 
     @Test

@@ -141,6 +141,42 @@ class WeightPublisherTest {
     }
 
     @Test
+    void oneAndSeveralThreadsPublishTheSameBytes() throws Exception {
+        List<TensorData> v0 = model(7);
+        List<TensorData> v1 = step(v0, 0.03, 71);
+        List<TensorData> v2 = step(v1, 0.4, 72);
+        for (Backend backend : List.of(Backend.STITCH_DELTA, Backend.DISK_DELTA)) {
+            Map<String, byte[]> reference = null;
+            for (int threads : new int[] {1, 2, 3}) {
+                FilesystemBulletinBoard board = FilesystemBulletinBoard.open(
+                        tmp.resolve("threads-" + backend.id() + "-" + threads));
+                try (WeightPublisher p = WeightPublisher.builder().board(board).backends(backend).anchorInterval(0)
+                        .threads(threads).seed(Weights.of(v0)).build()) {
+                    p.publish(1, Weights.of(v1));
+                    p.publish(2, Weights.of(v2));
+                }
+                Map<String, byte[]> files = new java.util.TreeMap<>();
+                for (long v = 1; v <= 2; v++) {
+                    Manifest m = board.readManifest(v);
+                    board.verifyArtifacts(m, true);
+                    for (String f : m.transitionFiles()) {
+                        files.put(v + "/" + f, Files.readAllBytes(board.versionDirectory(v).resolve(f)));
+                    }
+                }
+                assertFalse(files.isEmpty());
+                if (reference == null) {
+                    reference = files;
+                } else {
+                    assertEquals(reference.keySet(), files.keySet(), backend + " on " + threads + " threads");
+                    for (String f : reference.keySet()) {
+                        assertArrayEquals(reference.get(f), files.get(f), backend + " " + f + " on " + threads + " threads");
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void anchorsFollowTheInterval() throws Exception {
         List<TensorData> v0 = model(2);
         FilesystemBulletinBoard board = FilesystemBulletinBoard.open(tmp.resolve("board"));

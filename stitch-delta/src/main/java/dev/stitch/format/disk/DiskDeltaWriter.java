@@ -81,7 +81,8 @@ public final class DiskDeltaWriter {
         // tensors are independent, so their payloads are built and compressed in parallel (order is kept)
         List<Payload> payloads = sorted.parallelStream().map(c -> {
             byte[] payload = mode == ValueMode.XOR ? xorPayload(c.oldTensor(), c.newTensor()) : overwritePayload(c.oldTensor(), c.newTensor());
-            return new Payload(c.spec().name(), ZstdFrames.compress(payload), payload.length, Digests.of(Digests.XXH3_128, c.newTensor()));
+            return new Payload(c.spec().name(), ZstdFrames.compress(payload), payload.length,
+                    c.newDigest(Kernels.get()).hex());
         }).toList();
         long raw = payloads.stream().mapToLong(Payload::rawLength).sum();
         List<List<Payload>> groups = new ArrayList<>();

@@ -5,6 +5,7 @@ import static dev.stitch.format.stitchdelta.StitchDeltaFormat.CODEC_ZSTD;
 import static dev.stitch.format.stitchdelta.StitchDeltaFormat.FORMAT_ID;
 import static dev.stitch.format.stitchdelta.StitchDeltaFormat.MAGIC;
 
+import dev.stitch.encode.ChunkRunner;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.FormatFiles;
@@ -19,6 +20,7 @@ import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.TensorSpec;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -37,12 +39,16 @@ import java.util.List;
  * the xxh3-128 of the tensor's new bytes. Records are sorted by name and indexed; output is
  * deterministic.
  */
-public final class StitchDeltaWriter {
+public final class StitchDeltaWriter implements AutoCloseable {
 
     /** Backend name in manifests. */
     public static final String BACKEND = "stitch_delta";
     /** The manifest's {@code delta_encoding}. */
     public static final String FORMAT = FORMAT_ID;
+    /** Output memory an encoder takes at a time; a record larger than this gets a block of its own. */
+    private static final long OUTPUT_BLOCK_BYTES = 16L << 20;
+    /** Output memory a retaining writer keeps per worker between writes. */
+    private static final long RETAINED_OUTPUT_BYTES = 128L << 20;
     /** Default split point between files. */
     public static final long DEFAULT_MAX_FILE_BYTES = 2L << 30;
 
@@ -51,13 +57,31 @@ public final class StitchDeltaWriter {
 
     private final ValueMode mode;
     private final long maxFileBytes;
+    private final ChunkRunner runner;
+    private final boolean retainScratch;
+    private final RecordEncoder[] encoders;
+    private boolean closed;
 
+    /** A writer that encodes every record on the calling thread and frees its scratch after each write. */
     public StitchDeltaWriter(ValueMode mode, long maxFileBytes) {
+        this(mode, maxFileBytes, null, false);
+    }
+
+    /**
+     * A writer that encodes records on {@code runner}'s workers (one at a time per worker, each with
+     * its own scratch), or on the calling thread when {@code runner} is null or has one thread. With
+     * {@code retainScratch} it keeps its scratch memory and zstd contexts from one write to the next
+     * (a publisher's writer: fresh memory costs page faults on every version) until {@link #close}.
+     */
+    public StitchDeltaWriter(ValueMode mode, long maxFileBytes, ChunkRunner runner, boolean retainScratch) {
         if (maxFileBytes <= 0) {
             throw new IllegalArgumentException("maxFileBytes must be positive");
         }
         this.mode = mode;
         this.maxFileBytes = maxFileBytes;
+        this.runner = runner;
+        this.retainScratch = retainScratch;
+        this.encoders = new RecordEncoder[runner == null ? 1 : runner.threads()];
     }
 
     /** The default writer: xor values, 2 GiB files. */
@@ -79,12 +103,15 @@ public final class StitchDeltaWriter {
         }
     }
 
-    /** An encoded record. */
-    record Encoded(String name, byte[] bytes, long raw) {
+    /** An encoded record: its bytes live in the memory of the encoder that made it. */
+    record Encoded(String name, MemorySegment bytes, long raw) {
     }
 
     /** Writes the version's files into {@code dir} (none when {@code changes} is empty). */
-    public WriteResult write(long version, List<TensorChange> changes, Path dir) throws IOException {
+    public synchronized WriteResult write(long version, List<TensorChange> changes, Path dir) throws IOException {
+        if (closed) {
+            throw new IllegalStateException("writer is closed");
+        }
         long t0 = System.nanoTime();
         check(changes);
         List<TensorChange> sorted = new ArrayList<>(changes);
@@ -94,18 +121,52 @@ public final class StitchDeltaWriter {
                 throw new IllegalArgumentException("tensor " + sorted.get(i).spec().name() + " changes twice");
             }
         }
-        List<Encoded> records = sorted.parallelStream().map(this::encode).toList();
+        int workers = runner == null ? 1 : Math.max(1, Math.min(runner.threads(), sorted.size()));
+        for (RecordEncoder e : encoders) {
+            if (e != null) {
+                e.rewind();
+            }
+        }
+        try {
+            List<Encoded> records = encodeAll(sorted, workers, encoders);
+            return writeFiles(version, records, dir, t0);
+        } finally {
+            if (!retainScratch) {
+                freeEncoders();
+            }
+        }
+    }
+
+    /** Frees retained scratch memory and zstd contexts. */
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            freeEncoders();
+        }
+    }
+
+    private void freeEncoders() {
+        for (int i = 0; i < encoders.length; i++) {
+            if (encoders[i] != null) {
+                encoders[i].close();
+                encoders[i] = null;
+            }
+        }
+    }
+
+    private WriteResult writeFiles(long version, List<Encoded> records, Path dir, long t0) throws IOException {
         List<List<Encoded>> groups = new ArrayList<>();
         List<Encoded> cur = new ArrayList<>();
         long curBytes = 0;
         for (Encoded e : records) {
-            if (!cur.isEmpty() && curBytes + e.bytes().length > maxFileBytes) {
+            if (!cur.isEmpty() && curBytes + e.bytes().byteSize() > maxFileBytes) {
                 groups.add(cur);
                 cur = new ArrayList<>();
                 curBytes = 0;
             }
             cur.add(e);
-            curBytes += e.bytes().length;
+            curBytes += e.bytes().byteSize();
         }
         if (!cur.isEmpty()) {
             groups.add(cur);
@@ -131,6 +192,31 @@ public final class StitchDeltaWriter {
         return new WriteResult(files, FORMAT, raw, written, System.nanoTime() - t0);
     }
 
+    /** Records of {@code sorted}, in order, encoded on the runner's workers or on this thread. */
+    private List<Encoded> encodeAll(List<TensorChange> sorted, int workers, RecordEncoder[] encoders) {
+        if (workers <= 1) {
+            if (encoders[0] == null) {
+                encoders[0] = new RecordEncoder();
+            }
+            RecordEncoder e = encoders[0];
+            List<Encoded> out = new ArrayList<>(sorted.size());
+            for (TensorChange c : sorted) {
+                out.add(e.encode(c));
+            }
+            return out;
+        }
+        Encoded[] out = new Encoded[sorted.size()];
+        runner.run(sorted.size(), (worker, index) -> {
+            RecordEncoder e = encoders[worker];
+            if (e == null) {
+                e = new RecordEncoder();
+                encoders[worker] = e;
+            }
+            out[index] = e.encode(sorted.get(index));
+        });
+        return List.of(out);
+    }
+
     /** The file header and record index for {@code records}, laid out back to back after it. */
     static byte[] fileHeader(long version, long base, List<Encoded> records) {
         int size = StitchDeltaFormat.FILE_HEADER + 16 * records.size();
@@ -143,125 +229,234 @@ public final class StitchDeltaWriter {
         b.putInt(records.size());
         long offset = size;
         for (Encoded e : records) {
-            b.putLong(offset).putLong(e.bytes().length);
-            offset += e.bytes().length;
+            b.putLong(offset).putLong(e.bytes().byteSize());
+            offset += e.bytes().byteSize();
         }
         return b.array();
     }
 
-    /** Encodes one change as a record. */
-    Encoded encode(TensorChange c) {
-        TensorSpec spec = c.spec();
-        int w = spec.dtype().width();
-        long numel = spec.numel();
-        long count = c.count();
-        if (count > Integer.MAX_VALUE - 8 || count < 0 || count > numel) {
-            throw new IllegalArgumentException("tensor " + spec.name() + ": bad change count " + count);
-        }
-        boolean xor = mode == ValueMode.XOR;
-        MemorySegment values = c.values().asSlice(0, count * w);
-        if (xor != c.xorValues()) {
-            // xor and new bits convert into each other by XOR with the base element
-            byte[] conv = values.toArray(ValueLayout.JAVA_BYTE);
-            for (int k = 0; k < count; k++) {
-                long p = c.positionWidth() == 4 ? c.positions().get(U32, 4L * k) & 0xFFFFFFFFL : c.positions().get(U64, 8L * k);
+    /**
+     * Encodes records with scratch memory and a zstd context kept across records: planes are split
+     * and compressed in native scratch that stays hot, and each record is then copied once into the
+     * encoder's output blocks, where the file write reads it. Not thread-safe; one per worker,
+     * closed once the files are written.
+     */
+    final class RecordEncoder implements AutoCloseable {
+        private final DeltaKernels kernels = Kernels.get();
+        private final ZstdFrames.Compressor compressor = new ZstdFrames.Compressor();
+        private final Scratch gaps = new Scratch();
+        private final Scratch sparsePlanes = new Scratch();
+        private final Scratch sparseFrames = new Scratch();
+        private final Scratch densePlanes = new Scratch();
+        private final Scratch denseFrames = new Scratch();
+        private final List<Arena> blockArenas = new ArrayList<>();
+        private final List<MemorySegment> blocks = new ArrayList<>();
+        private int block = -1;
+        private long blockUsed;
+
+        Encoded encode(TensorChange c) {
+            TensorSpec spec = c.spec();
+            int w = spec.dtype().width();
+            long numel = spec.numel();
+            long count = c.count();
+            if (count > Integer.MAX_VALUE - 8 || count < 0 || count > numel) {
+                throw new IllegalArgumentException("tensor " + spec.name() + ": bad change count " + count);
+            }
+            byte[] name = spec.name().getBytes(StandardCharsets.UTF_8);
+            if (name.length > StitchDeltaFormat.MAX_NAME_BYTES) {
+                throw new IllegalArgumentException("tensor name longer than 65535 bytes");
+            }
+            boolean xor = mode == ValueMode.XOR;
+            MemorySegment values = c.values().asSlice(0, count * w);
+            if (xor != c.xorValues()) {
+                values = convertedValues(c, values, w);
+            }
+            // a gap g costs g / 65535 escape units plus one, and gaps sum to at most numel
+            long maxUnits = count + numel / 65535 + 1;
+            MemorySegment gapUnits = gaps.get(maxUnits * 2);
+            long units = kernels.encodeEscapedGaps(c.positions(), c.positionWidth(), count, gapUnits);
+            long gapBytes = units * 2;
+            long valueBytes = count * w;
+            MemorySegment planes = sparsePlanes.get(gapBytes + valueBytes);
+            kernels.splitPlanes(gapUnits, 2, units, planes);
+            kernels.splitPlanes(values, w, count, planes.asSlice(gapBytes, valueBytes));
+
+            MemorySegment frames = sparseFrames.get(2 * ZstdFrames.bound(units) + w * ZstdFrames.bound(count));
+            List<Stream> sparse = new ArrayList<>(2 + w);
+            long at = 0;
+            for (int b = 0; b < 2; b++) {
+                Stream st = store(planes.asSlice(b * units, units), frames.asSlice(at));
+                at += st.stored.byteSize();
+                sparse.add(st);
+            }
+            for (int b = 0; b < w; b++) {
+                Stream st = store(planes.asSlice(gapBytes + b * count, count), frames.asSlice(at));
+                at += st.stored.byteSize();
+                sparse.add(st);
+            }
+            Hash128 digest = c.newDigest(kernels);
+            if (count * 4 >= numel) {
+                MemorySegment dp = densePlanes.get(numel * w);
+                kernels.splitPlanes(c.newTensor(), w, numel, dp);
+                MemorySegment df = denseFrames.get(w * ZstdFrames.bound(numel));
+                List<Stream> dense = new ArrayList<>(w);
+                long dat = 0;
                 for (int b = 0; b < w; b++) {
-                    conv[k * w + b] ^= c.oldTensor().get(ValueLayout.JAVA_BYTE, p * w + b);
+                    Stream st = store(dp.asSlice(b * numel, numel), df.asSlice(dat));
+                    dat += st.stored.byteSize();
+                    dense.add(st);
+                }
+                if (storedBytes(dense) < storedBytes(sparse)) {
+                    return finish(df, name, spec, false, true, numel, 0, digest, dense, numel * w);
                 }
             }
-            values = MemorySegment.ofArray(conv);
+            return finish(frames, name, spec, xor, false, count, units, digest, sparse, gapBytes + valueBytes);
         }
-        DeltaKernels kernels = Kernels.get();
-        long units = kernels.escapedGapUnits(c.positions(), c.positionWidth(), count);
-        byte[] gapBytes = new byte[Math.toIntExact(units * 2)];
-        kernels.encodeEscapedGaps(c.positions(), c.positionWidth(), count, MemorySegment.ofArray(gapBytes));
-        List<byte[][]> sparse = new ArrayList<>(2 + w);
-        sparse.addAll(storePlanes(splitPlanes(MemorySegment.ofArray(gapBytes), 2, units), 2));
-        sparse.addAll(storePlanes(splitPlanes(values, w, count), w));
-        long sparseStored = storedBytes(sparse);
-        Hash128 digest = kernels.xxh3(c.newTensor());
-        if (count * 4 >= numel) {
-            List<byte[][]> dense = storePlanes(splitPlanes(c.newTensor(), w, numel), w);
-            if (storedBytes(dense) < sparseStored) {
-                return record(spec, false, true, numel, 0, digest, dense, numel * w);
+
+        /** {@code plane} stored at the start of {@code room} (hot scratch): as a zstd frame when that is smaller, else raw. */
+        private Stream store(MemorySegment plane, MemorySegment room) {
+            if (plane.byteSize() == 0) {
+                return new Stream(CODEC_RAW, room.asSlice(0, 0), 0);
+            }
+            long n = compressor.compress(plane, room);
+            if (n < plane.byteSize()) {
+                return new Stream(CODEC_ZSTD, room.asSlice(0, n), plane.byteSize());
+            }
+            MemorySegment.copy(plane, 0, room, 0, plane.byteSize());
+            return new Stream(CODEC_RAW, room.asSlice(0, plane.byteSize()), plane.byteSize());
+        }
+
+        /** Room for a record at the end of the output blocks, {@code bytes} at most. */
+        private MemorySegment reserve(long bytes) {
+            if (block < 0 || blocks.get(block).byteSize() - blockUsed < bytes) {
+                block++;
+                blockUsed = 0;
+                if (block == blocks.size() || blocks.get(block).byteSize() < bytes) {
+                    Arena arena = Arena.ofShared();
+                    blockArenas.add(block, arena);
+                    blocks.add(block, arena.allocate(Math.max(OUTPUT_BLOCK_BYTES, bytes), 8));
+                }
+            }
+            return blocks.get(block).asSlice(blockUsed, bytes);
+        }
+
+        /** Forgets the records of the last write (its files are written), freeing blocks beyond the retained size. */
+        void rewind() {
+            long kept = 0;
+            int i = 0;
+            while (i < blocks.size()) {
+                if (i > 0 && kept + blocks.get(i).byteSize() > RETAINED_OUTPUT_BYTES) {
+                    blockArenas.remove(i).close();
+                    blocks.remove(i);
+                } else {
+                    kept += blocks.get(i).byteSize();
+                    i++;
+                }
+            }
+            block = -1;
+            blockUsed = 0;
+        }
+
+        /**
+         * Lays the record out in the output blocks: its header, then the streams stored back to back
+         * at the start of {@code frames}; only the bytes the record keeps are copied, once.
+         */
+        private Encoded finish(MemorySegment frames, byte[] name, TensorSpec spec, boolean xor, boolean dense, long count,
+                               long units, Hash128 digest, List<Stream> streams, long raw) {
+            int headerLen = headerLength(name, spec, streams.size());
+            long body = storedBytes(streams);
+            MemorySegment rec = reserve(headerLen + body);
+            ByteBuffer b = ByteBuffer.allocate(headerLen).order(ByteOrder.LITTLE_ENDIAN);
+            b.putShort((short) name.length).put(name);
+            b.put((byte) StitchDeltaFormat.code(spec.dtype()));
+            b.put((byte) spec.dtype().width());
+            b.put((byte) spec.shape().length);
+            for (long d : spec.shape()) {
+                b.putLong(d);
+            }
+            b.putLong(spec.byteLength());
+            b.put((byte) (xor ? StitchDeltaFormat.MODE_XOR : StitchDeltaFormat.MODE_OVERWRITE));
+            b.put((byte) (dense ? StitchDeltaFormat.LAYOUT_DENSE : StitchDeltaFormat.LAYOUT_SPARSE));
+            b.putLong(count).putLong(units);
+            b.put(digest.bytes());
+            b.put((byte) streams.size());
+            for (Stream st : streams) {
+                b.put((byte) st.codec).putLong(st.stored.byteSize()).putLong(st.raw);
+            }
+            MemorySegment.copy(b.array(), 0, rec, ValueLayout.JAVA_BYTE, 0, headerLen);
+            MemorySegment.copy(frames, 0, rec, headerLen, body);
+            blockUsed += headerLen + body;
+            return new Encoded(spec.name(), rec, raw);
+        }
+
+        @Override
+        public void close() {
+            compressor.close();
+            gaps.close();
+            sparsePlanes.close();
+            sparseFrames.close();
+            densePlanes.close();
+            denseFrames.close();
+            for (Arena a : blockArenas) {
+                a.close();
+            }
+            blockArenas.clear();
+            blocks.clear();
+            block = -1;
+        }
+    }
+
+    /** Byte length of a record header with {@code streams} stream descriptors. */
+    private static int headerLength(byte[] name, TensorSpec spec, int streams) {
+        return 2 + name.length + 1 + 1 + 1 + 8 * spec.shape().length + 8 + 1 + 1 + 8 + 8 + 16 + 1 + 17 * streams;
+    }
+
+    /** xor and new bits convert into each other by XOR with the base element. */
+    private static MemorySegment convertedValues(TensorChange c, MemorySegment values, int w) {
+        byte[] conv = values.toArray(ValueLayout.JAVA_BYTE);
+        for (int k = 0; k < c.count(); k++) {
+            long p = c.positionWidth() == 4 ? c.positions().get(U32, 4L * k) & 0xFFFFFFFFL : c.positions().get(U64, 8L * k);
+            for (int b = 0; b < w; b++) {
+                conv[k * w + b] ^= c.oldTensor().get(ValueLayout.JAVA_BYTE, p * w + b);
             }
         }
-        return record(spec, xor, false, count, units, digest, sparse, units * 2 + count * w);
+        return MemorySegment.ofArray(conv);
     }
 
-    private static long storedBytes(List<byte[][]> streams) {
+    /** One stored stream of a record: its codec, its stored bytes and its raw length. */
+    private record Stream(int codec, MemorySegment stored, long raw) {
+    }
+
+    /** Native memory reused across records, grown (never shrunk) to the largest asked for. */
+    private static final class Scratch implements AutoCloseable {
+        private Arena arena;
+        private MemorySegment segment = MemorySegment.NULL;
+
+        MemorySegment get(long bytes) {
+            if (segment.byteSize() < bytes) {
+                long size = Math.max(bytes, Math.min(2 * segment.byteSize(), bytes + (64L << 20)));
+                close();
+                arena = Arena.ofShared();
+                segment = arena.allocate(size, 64);
+            }
+            return segment;
+        }
+
+        @Override
+        public void close() {
+            if (arena != null) {
+                arena.close();
+                arena = null;
+                segment = MemorySegment.NULL;
+            }
+        }
+    }
+
+    private static long storedBytes(List<Stream> streams) {
         long n = 0;
-        for (byte[][] s : streams) {
-            n += s[1].length;
+        for (Stream s : streams) {
+            n += s.stored.byteSize();
         }
         return n;
-    }
-
-    /** The byte planes of {@code count} units of {@code width} bytes (all byte 0s, then all byte 1s, ...). */
-    private static byte[] splitPlanes(MemorySegment src, int width, long count) {
-        byte[] out = new byte[Math.toIntExact(count * width)];
-        Kernels.get().splitPlanes(src, width, count, MemorySegment.ofArray(out));
-        return out;
-    }
-
-    /** Each of the {@code width} equal planes of {@code planes} as its own stream. */
-    private static List<byte[][]> storePlanes(byte[] planes, int width) {
-        int n = planes.length / width;
-        List<byte[][]> out = new ArrayList<>(width);
-        for (int b = 0; b < width; b++) {
-            out.add(store(java.util.Arrays.copyOfRange(planes, b * n, (b + 1) * n)));
-        }
-        return out;
-    }
-
-    /** {codec, stored bytes, raw length}: zstd when it is smaller, else raw. */
-    private static byte[][] store(byte[] planes) {
-        if (planes.length == 0) {
-            return new byte[][] {{CODEC_RAW}, planes, longBytes(0)};
-        }
-        byte[] z = ZstdFrames.compress(planes);
-        if (z.length < planes.length) {
-            return new byte[][] {{CODEC_ZSTD}, z, longBytes(planes.length)};
-        }
-        return new byte[][] {{CODEC_RAW}, planes, longBytes(planes.length)};
-    }
-
-    private static byte[] longBytes(long v) {
-        return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(v).array();
-    }
-
-    private static Encoded record(TensorSpec spec, boolean xor, boolean dense, long count, long units, Hash128 digest,
-                                  List<byte[][]> streams, long raw) {
-        byte[] name = spec.name().getBytes(StandardCharsets.UTF_8);
-        if (name.length > StitchDeltaFormat.MAX_NAME_BYTES) {
-            throw new IllegalArgumentException("tensor name longer than 65535 bytes");
-        }
-        long[] shape = spec.shape();
-        int headerLen = 2 + name.length + 1 + 1 + 1 + 8 * shape.length + 8 + 1 + 1 + 8 + 8 + 16 + 1 + 17 * streams.size();
-        long body = 0;
-        for (byte[][] s : streams) {
-            body += s[1].length;
-        }
-        ByteBuffer b = ByteBuffer.allocate(Math.toIntExact(headerLen + body)).order(ByteOrder.LITTLE_ENDIAN);
-        b.putShort((short) name.length).put(name);
-        b.put((byte) StitchDeltaFormat.code(spec.dtype()));
-        b.put((byte) spec.dtype().width());
-        b.put((byte) shape.length);
-        for (long d : shape) {
-            b.putLong(d);
-        }
-        b.putLong(spec.byteLength());
-        b.put((byte) (xor ? StitchDeltaFormat.MODE_XOR : StitchDeltaFormat.MODE_OVERWRITE));
-        b.put((byte) (dense ? StitchDeltaFormat.LAYOUT_DENSE : StitchDeltaFormat.LAYOUT_SPARSE));
-        b.putLong(count).putLong(units);
-        b.put(digest.bytes());
-        b.put((byte) streams.size());
-        for (byte[][] s : streams) {
-            b.put(s[0][0]).putLong(s[1].length).put(s[2]);
-        }
-        for (byte[][] s : streams) {
-            b.put(s[1]);
-        }
-        return new Encoded(spec.name(), b.array(), raw);
     }
 }

@@ -6,12 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.encode.ChunkRunner;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.DeltaFormatException;
 import dev.stitch.format.TensorPatch;
 import dev.stitch.format.TestChanges;
 import dev.stitch.format.WriteResult;
+import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.tensor.Dtype;
@@ -196,6 +198,48 @@ class StitchDeltaTest {
         // a small split point puts each record into its own file
         WriteResult split = new StitchDeltaWriter(ValueMode.XOR, 100).write(3, changes, tmp.resolve("split"));
         assertEquals(List.of("delta-00000.stdelta", "delta-00001.stdelta"), split.transitionFiles());
+    }
+
+    @Test
+    void carriedDigestsAndWorkerCountLeaveTheBytesAlone() throws IOException {
+        List<TensorChange> recomputed = new ArrayList<>();
+        List<TensorChange> carried = new ArrayList<>();
+        double[] densities = {0.03, 0.001, 0.6, 0.2, 1.0};
+        for (int i = 0; i < densities.length; i++) {
+            TensorChange c = randomChange("t" + i, i % 2 == 0 ? Dtype.BF16 : Dtype.F32, 30_011 + i, densities[i], 70 + i, true);
+            recomputed.add(c);
+            carried.add(new TensorChange(c.spec(), c.count(), c.positions(), c.positionWidth(), c.values(), c.xorValues(),
+                    c.oldTensor(), c.newTensor(), Xxh3.hash128(c.newTensor())));
+        }
+        for (ValueMode mode : ValueMode.values()) {
+            byte[] reference = writeOne(new StitchDeltaWriter(mode, 1 << 30), recomputed, mode + "-recomputed");
+            assertArrayEquals(reference, writeOne(new StitchDeltaWriter(mode, 1 << 30), carried, mode + "-carried"));
+            for (int threads : new int[] {1, 2, 3}) {
+                try (ChunkRunner runner = new ChunkRunner(threads, "test-writer");
+                     StitchDeltaWriter retaining = new StitchDeltaWriter(mode, 1 << 30, runner, true)) {
+                    // twice: the second write reuses the first one's scratch and output memory
+                    for (int round = 0; round < 2; round++) {
+                        assertArrayEquals(reference, writeOne(retaining, round == 0 ? carried : recomputed,
+                                mode + "-threads-" + threads + "-" + round), mode + " on " + threads + " workers");
+                    }
+                    assertArrayEquals(reference, writeOne(new StitchDeltaWriter(mode, 1 << 30, runner, false), carried,
+                            mode + "-threads-" + threads + "-fresh"), mode + " on " + threads + " workers, fresh scratch");
+                }
+            }
+        }
+        // the writer trusts a carried digest: it is what lands in the record
+        TensorChange c = carried.getFirst();
+        Hash128 other = Xxh3.hash128(new byte[] {1, 2, 3});
+        TensorChange claimed = new TensorChange(c.spec(), c.count(), c.positions(), c.positionWidth(), c.values(),
+                c.xorValues(), c.oldTensor(), c.newTensor(), other);
+        new StitchDeltaWriter(ValueMode.XOR, 1 << 30).write(1, List.of(claimed), tmp.resolve("claimed"));
+        assertEquals(other, StitchDeltaFile.read(tmp.resolve("claimed/delta-00000.stdelta")).records().getFirst().digest());
+    }
+
+    private byte[] writeOne(StitchDeltaWriter w, List<TensorChange> changes, String dir) throws IOException {
+        WriteResult r = w.write(2, changes, tmp.resolve(dir));
+        assertEquals(List.of("delta-00000.stdelta"), r.transitionFiles());
+        return Files.readAllBytes(tmp.resolve(dir).resolve("delta-00000.stdelta"));
     }
 
     @Test
