@@ -2,6 +2,7 @@ package dev.stitch.board;
 
 import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.hash.Xxh3Stream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
@@ -18,7 +19,8 @@ public final class ArtifactOutput extends OutputStream implements WritableByteCh
     private static final int BUFFER_BYTES = 1 << 20;
 
     private final FileChannel file;
-    private final Xxh3.Hasher hasher = Xxh3.newHasher();
+    /** Native SIMD xxh3 when stitch-native is on the class path (a service), else the Java one. */
+    private final Xxh3Stream hasher = Xxh3.newStream();
     private final ByteBuffer buffer = ByteBuffer.allocate(BUFFER_BYTES);
     private long written;
     private boolean closed;
@@ -42,7 +44,7 @@ public final class ArtifactOutput extends OutputStream implements WritableByteCh
         java.util.Objects.checkFromIndexSize(off, len, b.length);
         if (len >= BUFFER_BYTES) {
             drain();
-            hasher.update(b, off, len);
+            hasher.update(MemorySegment.ofArray(b).asSlice(off, len));
             writeFully(ByteBuffer.wrap(b, off, len));
             written += len;
             return;
@@ -120,7 +122,7 @@ public final class ArtifactOutput extends OutputStream implements WritableByteCh
             return;
         }
         buffer.flip();
-        hasher.update(buffer.array(), 0, buffer.limit());
+        hasher.update(MemorySegment.ofArray(buffer.array()).asSlice(0, buffer.limit()));
         written += buffer.limit();
         writeFully(buffer);
         buffer.clear();

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Objects;
+import java.util.ServiceLoader;
 
 /**
  * XXH3-128 with seed 0 and the default secret, in pure Java, bit-identical to the reference
@@ -113,16 +114,28 @@ public final class Xxh3 {
         return finishLong(acc, len);
     }
 
-    /** A streaming hasher; feeding it any split of the input gives the one-shot digest. */
+    /** A streaming hasher in Java; feeding it any split of the input gives the one-shot digest. */
     public static Hasher newHasher() {
         return new Hasher();
+    }
+
+    /** Found once through {@link ServiceLoader}; null when no module provides a faster hasher. */
+    private static final Xxh3Provider PROVIDER = ServiceLoader.load(Xxh3Provider.class, Xxh3.class.getClassLoader())
+        .findFirst().orElse(null);
+
+    /**
+     * The fastest streaming hasher available: the one an {@link Xxh3Provider} offers (stitch-native
+     * registers its SIMD kernels), else {@link #newHasher()}.
+     */
+    public static Xxh3Stream newStream() {
+        return PROVIDER != null ? PROVIDER.newStream() : new Hasher();
     }
 
     /**
      * Incremental XXH3-128. Not thread-safe. Stripes are consumed only once more input is known to
      * follow them, because the one-shot algorithm treats the final stripe differently.
      */
-    public static final class Hasher {
+    public static final class Hasher implements Xxh3Stream {
         private static final int BUFFER_SIZE = 4 * STRIPE_LEN;
 
         private final long[] acc = initialAcc();
@@ -146,6 +159,7 @@ public final class Xxh3 {
             return update(MemorySegment.ofArray(data));
         }
 
+        @Override
         public Hasher update(MemorySegment data) {
             long remaining = data.byteSize();
             long pos = 0;
@@ -185,6 +199,7 @@ public final class Xxh3 {
         }
 
         /** The digest of everything fed so far; the hasher stays usable. */
+        @Override
         public Hash128 digest() {
             if (total <= MIDSIZE_MAX) {
                 return hash128(bufferSeg.asSlice(0, buffered));
@@ -215,8 +230,18 @@ public final class Xxh3 {
         }
 
         /** Total bytes fed so far. */
+        @Override
         public long length() {
             return total;
+        }
+
+        @Override
+        public Hasher reset() {
+            System.arraycopy(initialAcc(), 0, acc, 0, acc.length);
+            buffered = 0;
+            stripesInBlock = 0;
+            total = 0;
+            return this;
         }
     }
 

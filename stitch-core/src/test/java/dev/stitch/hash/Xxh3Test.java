@@ -108,6 +108,13 @@ class Xxh3Test {
             }
             assertEquals(expected, h.digest(), "len " + len);
             assertEquals(len, h.length());
+            if (trial % 50 == 0) {
+                // a reset hasher is as good as new, whatever it had consumed
+                assertEquals(expected, h.reset().update(data).digest(), "after reset, len " + len);
+                // core alone has no faster provider, so its streams are the Java hasher
+                assertEquals(expected, Xxh3.newStream().update(MemorySegment.ofArray(data)).digest());
+                assertEquals(Xxh3.Hasher.class, Xxh3.newStream().getClass());
+            }
         }
     }
 

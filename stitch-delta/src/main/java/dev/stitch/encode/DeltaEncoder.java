@@ -2,7 +2,7 @@ package dev.stitch.encode;
 
 import dev.stitch.hash.Hash128;
 import dev.stitch.kernels.DeltaKernels;
-import dev.stitch.kernels.Xxh3Stream;
+import dev.stitch.hash.Xxh3Stream;
 import dev.stitch.tensor.TensorSpec;
 import dev.stitch.tensor.WeightsDigest;
 import java.lang.foreign.Arena;

@@ -1,7 +1,7 @@
 package dev.stitch.format;
 
 import dev.stitch.kernels.Kernels;
-import dev.stitch.kernels.Xxh3Stream;
+import dev.stitch.hash.Xxh3Stream;
 import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.Locale;

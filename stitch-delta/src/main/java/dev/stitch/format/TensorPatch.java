@@ -2,7 +2,7 @@ package dev.stitch.format;
 
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.kernels.Xxh3Stream;
+import dev.stitch.hash.Xxh3Stream;
 import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

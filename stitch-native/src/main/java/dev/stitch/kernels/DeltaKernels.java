@@ -1,6 +1,7 @@
 package dev.stitch.kernels;
 
 import dev.stitch.hash.Hash128;
+import dev.stitch.hash.Xxh3Stream;
 import dev.stitch.tensor.Dtype;
 import java.lang.foreign.MemorySegment;
 

@@ -7,6 +7,7 @@ import static dev.stitch.kernels.KernelArgs.U8;
 
 import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.hash.Xxh3Stream;
 import dev.stitch.tensor.Dtype;
 import java.lang.foreign.MemorySegment;
 
@@ -513,7 +514,7 @@ final class JavaKernels implements DeltaKernels {
 
     @Override
     public Xxh3Stream newXxh3Stream() {
-        return new JavaXxh3Stream();
+        return Xxh3.newHasher();
     }
 
     /** Same block size as the C kernel, so both read {@code current} in the same order. */
@@ -606,33 +607,6 @@ final class JavaKernels implements DeltaKernels {
         }
         for (long k = count - 1; k >= 0; k--) {
             set(dst, width, readPosition(positions, positionWidth, k) * width, get(undo, width, k * width));
-        }
-    }
-
-    /** The core module's pure-Java hasher behind {@link Xxh3Stream}. */
-    private static final class JavaXxh3Stream implements Xxh3Stream {
-        private Xxh3.Hasher hasher = Xxh3.newHasher();
-
-        @Override
-        public Xxh3Stream update(MemorySegment data) {
-            hasher.update(data);
-            return this;
-        }
-
-        @Override
-        public Hash128 digest() {
-            return hasher.digest();
-        }
-
-        @Override
-        public long length() {
-            return hasher.length();
-        }
-
-        @Override
-        public Xxh3Stream reset() {
-            hasher = Xxh3.newHasher();
-            return this;
         }
     }
 

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.stitch.hash.Hash128;
+import dev.stitch.hash.Xxh3Stream;
 import dev.stitch.tensor.Dtype;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stitch.hash.Hash128;
 import dev.stitch.hash.Xxh3;
+import dev.stitch.hash.Xxh3Stream;
 import dev.stitch.tensor.Dtype;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
