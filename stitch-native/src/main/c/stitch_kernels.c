@@ -1012,8 +1012,41 @@ EXPORT int64_t stitch_encode_escaped_gaps(const uint8_t *pos, int32_t pw, int64_
 }
 
 /* Returns the positions decoded, or -1 (ends inside an escape), -2 (more than max_count), -3 (position >= limit, in detail[0]). */
+static int64_t decode_escaped_checked(const uint8_t *units, int64_t unit_count, uint8_t *pos, int32_t pw,
+                                      int64_t max_count, int64_t limit, int64_t *detail);
+
 EXPORT int64_t stitch_decode_escaped_gaps(const uint8_t *units, int64_t unit_count, uint8_t *pos, int32_t pw,
                                           int64_t max_count, int64_t limit, int64_t *detail) {
+    if (pw == 4 && limit <= (int64_t) 1 << 32) {
+        /* Positions strictly ascend, so only the last can be out of range: the loop checks it once at
+           the end, and any failure is decoded again by the checked loop to report it exactly. */
+        int64_t prev = -1;
+        int64_t gap = 0;
+        int64_t k = 0;
+        int bad = 0;
+        for (int64_t u = 0; u < unit_count; u++) {
+            uint32_t unit = ld16(units + 2 * u);
+            gap += unit;
+            if (__builtin_expect(unit == 0xFFFF, 0)) {
+                continue;
+            }
+            if (__builtin_expect(k >= max_count, 0)) {
+                bad = 1;
+                break;
+            }
+            prev += gap + 1;
+            gap = 0;
+            st32(pos + 4 * k++, (uint32_t) prev);
+        }
+        if (!bad && gap == 0 && prev < limit) {
+            return k;
+        }
+    }
+    return decode_escaped_checked(units, unit_count, pos, pw, max_count, limit, detail);
+}
+
+static int64_t decode_escaped_checked(const uint8_t *units, int64_t unit_count, uint8_t *pos, int32_t pw,
+                                      int64_t max_count, int64_t limit, int64_t *detail) {
     int64_t prev = -1;
     int64_t gap = 0;
     int64_t k = 0;
