@@ -82,7 +82,7 @@ public final class DeltaEncoder implements AutoCloseable {
 
     /**
      * Compares {@code next} with {@code base}. Positions and values live in {@code out} (an arena, or
-     * a {@link DiffMemory} reused across versions);
+     * a {@link VersionMemory} reused across versions);
      * {@link TensorChange#oldTensor()} is the snapshot's memory and {@link TensorChange#newTensor()}
      * the caller's, both valid until the snapshot advances.
      *

@@ -6,7 +6,7 @@ import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.ManifestFields;
 import dev.stitch.board.VersionPublication;
 import dev.stitch.encode.DeltaEncoder;
-import dev.stitch.encode.DiffMemory;
+import dev.stitch.encode.VersionMemory;
 import dev.stitch.encode.EncodedVersion;
 import dev.stitch.encode.Snapshot;
 import dev.stitch.encode.TensorData;
@@ -98,7 +98,7 @@ public final class WeightPublisher implements AutoCloseable {
     /** Kept for the publisher's life so its scratch memory stays mapped from one version to the next. */
     private final StitchDeltaWriter stitchWriter;
     /** Holds each version's changes until the snapshot advanced; reused so its pages stay mapped. */
-    private final DiffMemory diffMemory;
+    private final VersionMemory diffMemory;
     private final Snapshot snapshot;
     private final HostMemoryAllocator memory;
     private final ExecutorService asyncExecutor;
@@ -126,7 +126,7 @@ public final class WeightPublisher implements AutoCloseable {
         this.metadata = Map.copyOf(b.metadata);
         this.encoder = new DeltaEncoder(b.kernels, b.threads);
         this.stitchWriter = new StitchDeltaWriter(stitchValues, maxFileBytes, encoder.runner(), true);
-        this.diffMemory = new DiffMemory(RETAINED_DIFF_BYTES);
+        this.diffMemory = new VersionMemory(RETAINED_DIFF_BYTES);
         this.snapshot = snapshot;
         this.memory = memory;
         this.asyncExecutor = Executors.newSingleThreadExecutor(r -> {

@@ -113,7 +113,7 @@ class DeltaEncoderTest {
         List<TensorData> base = randomModel(51);
         List<TensorData> next = perturb(base, 0.05, 52);
         try (Arena arena = Arena.ofShared();
-             DiffMemory memory = new DiffMemory(64L << 20);
+             VersionMemory memory = new VersionMemory(64L << 20);
              Snapshot snap = Snapshot.copyOf(base);
              DeltaEncoder enc = new DeltaEncoder(Kernels.get(), 2, 333)) {
             byte[][] reference = flatten(enc.diff(snap, next, ValueMode.XOR, arena));
@@ -133,7 +133,7 @@ class DeltaEncoderTest {
             assertEquals(0, b.address() % 8);
             assertTrue(b.address() >= a.address() + 3, "allocations do not overlap");
         }
-        try (DiffMemory small = new DiffMemory(0)) {
+        try (VersionMemory small = new VersionMemory(0)) {
             small.allocate(100, 8);
             assertTrue(small.mappedBytes() > 0);
             small.reset();

@@ -8,6 +8,7 @@ import static dev.stitch.format.stitchdelta.StitchDeltaFormat.MAGIC;
 import dev.stitch.encode.ChunkRunner;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
+import dev.stitch.encode.VersionMemory;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
 import dev.stitch.format.WriteResult;
@@ -45,8 +46,6 @@ public final class StitchDeltaWriter implements AutoCloseable {
     public static final String BACKEND = "stitch_delta";
     /** The manifest's {@code delta_encoding}. */
     public static final String FORMAT = FORMAT_ID;
-    /** Output memory an encoder takes at a time; a record larger than this gets a block of its own. */
-    private static final long OUTPUT_BLOCK_BYTES = 16L << 20;
     /** Output memory a retaining writer keeps per worker between writes. */
     private static final long RETAINED_OUTPUT_BYTES = 128L << 20;
     /** Default split point between files. */
@@ -249,10 +248,8 @@ public final class StitchDeltaWriter implements AutoCloseable {
         private final Scratch sparseFrames = new Scratch();
         private final Scratch densePlanes = new Scratch();
         private final Scratch denseFrames = new Scratch();
-        private final List<Arena> blockArenas = new ArrayList<>();
-        private final List<MemorySegment> blocks = new ArrayList<>();
-        private int block = -1;
-        private long blockUsed;
+        /** Finished records, kept until their files are written. */
+        private final VersionMemory output = new VersionMemory(RETAINED_OUTPUT_BYTES);
 
         Encoded encode(TensorChange c) {
             TensorSpec spec = c.spec();
@@ -326,35 +323,9 @@ public final class StitchDeltaWriter implements AutoCloseable {
             return new Stream(CODEC_RAW, room.asSlice(0, plane.byteSize()), plane.byteSize());
         }
 
-        /** Room for a record at the end of the output blocks, {@code bytes} at most. */
-        private MemorySegment reserve(long bytes) {
-            if (block < 0 || blocks.get(block).byteSize() - blockUsed < bytes) {
-                block++;
-                blockUsed = 0;
-                if (block == blocks.size() || blocks.get(block).byteSize() < bytes) {
-                    Arena arena = Arena.ofShared();
-                    blockArenas.add(block, arena);
-                    blocks.add(block, arena.allocate(Math.max(OUTPUT_BLOCK_BYTES, bytes), 8));
-                }
-            }
-            return blocks.get(block).asSlice(blockUsed, bytes);
-        }
-
-        /** Forgets the records of the last write (its files are written), freeing blocks beyond the retained size. */
+        /** Forgets the records of the last write (its files are written), freeing memory beyond the retained size. */
         void rewind() {
-            long kept = 0;
-            int i = 0;
-            while (i < blocks.size()) {
-                if (i > 0 && kept + blocks.get(i).byteSize() > RETAINED_OUTPUT_BYTES) {
-                    blockArenas.remove(i).close();
-                    blocks.remove(i);
-                } else {
-                    kept += blocks.get(i).byteSize();
-                    i++;
-                }
-            }
-            block = -1;
-            blockUsed = 0;
+            output.reset();
         }
 
         /**
@@ -365,7 +336,7 @@ public final class StitchDeltaWriter implements AutoCloseable {
                                long units, Hash128 digest, List<Stream> streams, long raw) {
             int headerLen = headerLength(name, spec, streams.size());
             long body = storedBytes(streams);
-            MemorySegment rec = reserve(headerLen + body);
+            MemorySegment rec = output.allocate(headerLen + body, 8);
             ByteBuffer b = ByteBuffer.allocate(headerLen).order(ByteOrder.LITTLE_ENDIAN);
             b.putShort((short) name.length).put(name);
             b.put((byte) StitchDeltaFormat.code(spec.dtype()));
@@ -385,7 +356,6 @@ public final class StitchDeltaWriter implements AutoCloseable {
             }
             MemorySegment.copy(b.array(), 0, rec, ValueLayout.JAVA_BYTE, 0, headerLen);
             MemorySegment.copy(frames, 0, rec, headerLen, body);
-            blockUsed += headerLen + body;
             return new Encoded(spec.name(), rec, raw);
         }
 
@@ -397,12 +367,7 @@ public final class StitchDeltaWriter implements AutoCloseable {
             sparseFrames.close();
             densePlanes.close();
             denseFrames.close();
-            for (Arena a : blockArenas) {
-                a.close();
-            }
-            blockArenas.clear();
-            blocks.clear();
-            block = -1;
+            output.close();
         }
     }
 

@@ -7,13 +7,13 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Memory for the changes of one diff at a time, kept from one version to the next: a publisher
- * diffs every version into it, so the pages are mapped and faulted in once rather than on every
- * version. {@link #reset} hands the memory out again from the start (invalidating what it held);
- * beyond {@code retainedBytes} it is freed at that point, so one dense version does not pin its
- * size for good. Not thread-safe.
+ * Memory for the transient data of one version at a time (a diff's changes, a writer's encoded
+ * records), kept from one version to the next: the pages are mapped and faulted in once rather than
+ * on every version. {@link #reset} hands the memory out again from the start (invalidating what it
+ * held); beyond {@code retainedBytes} it is freed at that point, so one dense version does not pin
+ * its size for good. Not thread-safe.
  */
-public final class DiffMemory implements SegmentAllocator, AutoCloseable {
+public final class VersionMemory implements SegmentAllocator, AutoCloseable {
 
     /** Smallest block taken from the system. */
     private static final long BLOCK_BYTES = 32L << 20;
@@ -26,7 +26,7 @@ public final class DiffMemory implements SegmentAllocator, AutoCloseable {
     private boolean closed;
 
     /** @param retainedBytes memory kept mapped across {@link #reset}s */
-    public DiffMemory(long retainedBytes) {
+    public VersionMemory(long retainedBytes) {
         if (retainedBytes < 0) {
             throw new IllegalArgumentException("retained bytes must not be negative, got " + retainedBytes);
         }
@@ -36,7 +36,7 @@ public final class DiffMemory implements SegmentAllocator, AutoCloseable {
     @Override
     public MemorySegment allocate(long byteSize, long byteAlignment) {
         if (closed) {
-            throw new IllegalStateException("diff memory is closed");
+            throw new IllegalStateException("version memory is closed");
         }
         if (byteSize < 0 || byteAlignment <= 0 || Long.bitCount(byteAlignment) != 1) {
             throw new IllegalArgumentException("bad size " + byteSize + " or alignment " + byteAlignment);
