@@ -18,7 +18,9 @@ import dev.stitch.safetensors.SafetensorsFormatException;
 import dev.stitch.tensor.TensorSpec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
@@ -245,21 +247,24 @@ public final class HostApplier implements AutoCloseable {
             AtomicLong bytes = new AtomicLong();
             // First the patches checked while writing (undoable); only once all of them match are the
             // rest written, which were checked before (or carry no digest) and cannot be undone.
-            List<CheckedWrite> checked = byName.values().stream().flatMap(List::stream).filter(TensorPatch::checkedWhileWriting)
-                .toList().parallelStream().map(p -> {
-                    CheckedWrite w = CheckedWrite.of(p, ckpt.tensor(p.name()));
-                    progress.report(v, "write", bytes.addAndGet(p.byteLength()), total);
-                    return w;
-                }).toList();
-            List<String> bad = checked.stream().map(CheckedWrite::problem).filter(x -> x != null).sorted().toList();
-            if (!bad.isEmpty()) {
-                checked.parallelStream().forEach(CheckedWrite::undo);
-                state = before;
-                writeState();
-                String first = bad.get(0);
-                boolean malformed = first.startsWith(MALFORMED_MARK);
-                throw new RefusedVersionException(v, malformed ? RefusedVersionException.Reason.MALFORMED : RefusedVersionException.Reason.CHECKSUM,
-                    (malformed ? first.substring(MALFORMED_MARK.length()) : first) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
+            // the undo logs live only as long as this version's apply (a few % of the model's bytes)
+            try (Arena undoMemory = Arena.ofShared()) {
+                List<CheckedWrite> checked = byName.values().stream().flatMap(List::stream).filter(TensorPatch::checkedWhileWriting)
+                    .toList().parallelStream().map(p -> {
+                        CheckedWrite w = CheckedWrite.of(p, ckpt.tensor(p.name()), undoMemory);
+                        progress.report(v, "write", bytes.addAndGet(p.byteLength()), total);
+                        return w;
+                    }).toList();
+                List<String> bad = checked.stream().map(CheckedWrite::problem).filter(x -> x != null).sorted().toList();
+                if (!bad.isEmpty()) {
+                    checked.parallelStream().forEach(CheckedWrite::undo);
+                    state = before;
+                    writeState();
+                    String first = bad.get(0);
+                    boolean malformed = first.startsWith(MALFORMED_MARK);
+                    throw new RefusedVersionException(v, malformed ? RefusedVersionException.Reason.MALFORMED : RefusedVersionException.Reason.CHECKSUM,
+                        (malformed ? first.substring(MALFORMED_MARK.length()) : first) + (bad.size() > 1 ? " (and " + (bad.size() - 1) + " more)" : ""));
+                }
             }
             byName.entrySet().parallelStream().forEach(e -> {
                 MemorySegment t = ckpt.tensor(e.getKey());
@@ -462,14 +467,14 @@ public final class HostApplier implements AutoCloseable {
     /** One tensor written by {@link TensorPatch#applyAndDigest}: how it went, and how to undo it. */
     private record CheckedWrite(TensorPatch.Written written, String problem) {
 
-        static CheckedWrite of(TensorPatch p, MemorySegment tensor) {
+        static CheckedWrite of(TensorPatch p, MemorySegment tensor, SegmentAllocator undoMemory) {
             TensorPatch.Written w;
             if (touchedPages(p) >= 0.5) {
                 // faulting everything in writable also dirties it, worth it only when the patch touches most pages anyway
                 MappedRegions.populateWritable(tensor);
             }
             try {
-                w = p.applyAndDigest(tensor);
+                w = p.applyAndDigest(tensor, undoMemory);
             } catch (DeltaFormatException | IllegalArgumentException e) {
                 // applyAndDigest already put the tensor back
                 return new CheckedWrite(null, MALFORMED_MARK + e.getMessage());

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Objects;
@@ -400,8 +401,11 @@ public final class TensorPatch {
      * is in cache (delta-formats.md 3.4 step 5 allows writing first when the overwritten bytes are
      * kept and restored on failure). Only for {@link #checkedWhileWriting()} patches. If the payload
      * turns out malformed part way, the written part is undone before the exception leaves.
+     *
+     * @param undoMemory where the overwritten elements are kept (scatter kinds: {@code count * width}
+     *                   bytes); it must outlive the returned {@link Written}
      */
-    public Written applyAndDigest(MemorySegment tensor) {
+    public Written applyAndDigest(MemorySegment tensor, SegmentAllocator undoMemory) {
         if (!checkedWhileWriting()) {
             throw new IllegalStateException("patch of " + name + " is not checked while writing");
         }
@@ -410,7 +414,7 @@ public final class TensorPatch {
         }
         DeltaKernels kernels = Kernels.get();
         if (escaped()) {
-            MemorySegment undo = Arena.ofAuto().allocate(Math.max(1, count * width), 8);
+            MemorySegment undo = undoMemory.allocate(Math.max(1, count * width), 8);
             String digest;
             try {
                 digest = kernels.scatterEscapedXxh3(tensor, width, units, unitCount, values, count, xorScatter(), undo).hex();
@@ -420,7 +424,7 @@ public final class TensorPatch {
             return new Written(digest, () -> kernels.scatterEscapedGaps(tensor, width, units, unitCount, undo, count, false));
         }
         if (kind == Kind.SCATTER || kind == Kind.SCATTER_XOR) {
-            MemorySegment undo = Arena.ofAuto().allocate(Math.max(1, count * width), 8);
+            MemorySegment undo = undoMemory.allocate(Math.max(1, count * width), 8);
             String digest = kernels.scatterXxh3(tensor, width, positions, 8, values, count, kind == Kind.SCATTER_XOR, undo).hex();
             return new Written(digest, () -> kernels.restoreUndo(tensor, width, positions, 8, undo, count));
         }

@@ -87,7 +87,7 @@ class TensorPatchTest {
                 continue;
             }
             byte[] fused = base.clone();
-            TensorPatch.Written w = p.applyAndDigest(MemorySegment.ofArray(fused));
+            TensorPatch.Written w = p.applyAndDigest(MemorySegment.ofArray(fused), java.lang.foreign.Arena.ofAuto());
             assertEquals(want, w.digest(), p.kind() + ": fused digest");
             assertArrayEquals(written, fused, p.kind() + ": fused bytes");
             w.undo().run();
@@ -107,14 +107,14 @@ class TensorPatchTest {
         // a frame that ends early: its header still declares the full size
         TensorPatch truncated = TensorPatch.denseXorFrame("f", bytes, Arrays.copyOf(frame, frame.length * 2 / 3), "0", Digests.XXH3_128);
         byte[] t = base.clone();
-        assertThrows(DeltaFormatException.class, () -> truncated.applyAndDigest(MemorySegment.ofArray(t)));
+        assertThrows(DeltaFormatException.class, () -> truncated.applyAndDigest(MemorySegment.ofArray(t), java.lang.foreign.Arena.ofAuto()));
         assertArrayEquals(base, t);
         // a gap stream that runs past the tensor is refused before the first write
         MemorySegment units = MemorySegment.ofArray(new short[] {5, (short) 0xFFFE});
         TensorPatch past = TensorPatch.scatterEscaped("e", 64, 2, true, units, 2, MemorySegment.ofArray(new short[2]), 2, "0",
             Digests.XXH3_128);
         byte[] small = Arrays.copyOf(base, 64);
-        assertThrows(DeltaFormatException.class, () -> past.applyAndDigest(MemorySegment.ofArray(small)));
+        assertThrows(DeltaFormatException.class, () -> past.applyAndDigest(MemorySegment.ofArray(small), java.lang.foreign.Arena.ofAuto()));
         assertArrayEquals(Arrays.copyOf(base, 64), small);
     }
 }
