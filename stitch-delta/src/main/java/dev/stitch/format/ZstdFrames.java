@@ -6,6 +6,8 @@ import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * zstd as every format uses it (delta-formats.md 0.3): one frame per stream, level 1, content size
@@ -20,8 +22,14 @@ public final class ZstdFrames {
     public static final long MAX_ONE_SHOT = Integer.MAX_VALUE - 1024;
 
     private static final int MAGIC = 0xFD2FB528;
-    /** One decompression context per thread: a version decodes dozens of small frames, each would otherwise set one up. */
-    private static final ThreadLocal<ZstdDecompressCtx> DECOMPRESSOR = ThreadLocal.withInitial(ZstdDecompressCtx::new);
+    /**
+     * Idle decompression contexts, borrowed per frame: a version decodes dozens of small frames, each
+     * would otherwise set one up. A pool rather than a thread-local, because a context's native memory
+     * is freed only by close(), which a thread that dies would never call.
+     */
+    private static final ConcurrentLinkedQueue<ZstdDecompressCtx> IDLE_DECOMPRESSORS = new ConcurrentLinkedQueue<>();
+    private static final AtomicInteger IDLE_COUNT = new AtomicInteger();
+    private static final int MAX_IDLE = 2 * Runtime.getRuntime().availableProcessors();
 
     private ZstdFrames() {
     }
@@ -171,7 +179,23 @@ public final class ZstdFrames {
             if (Zstd.isError(frameLength) || frameLength != srcLen) {
                 throw new DeltaFormatException(where + ": the zstd frame does not end exactly at the end of its stream");
             }
-            int n = DECOMPRESSOR.get().decompressByteArray(dst, dstOff, (int) expected, src, srcOff, srcLen);
+            ZstdDecompressCtx ctx = IDLE_DECOMPRESSORS.poll();
+            if (ctx == null) {
+                ctx = new ZstdDecompressCtx();
+            } else {
+                IDLE_COUNT.decrementAndGet();
+            }
+            int n;
+            try {
+                n = ctx.decompressByteArray(dst, dstOff, (int) expected, src, srcOff, srcLen);
+            } finally {
+                if (IDLE_COUNT.incrementAndGet() <= MAX_IDLE) {
+                    IDLE_DECOMPRESSORS.offer(ctx);
+                } else {
+                    IDLE_COUNT.decrementAndGet();
+                    ctx.close();
+                }
+            }
             if (n != expected) {
                 throw new DeltaFormatException(where + ": zstd frame decoded to " + n + " bytes, expected " + expected);
             }
