@@ -27,6 +27,9 @@ import org.slf4j.LoggerFactory;
 final class BoardLock implements AutoCloseable {
     static final String FILE_NAME = ".stitch.lock";
     static final String STALE_PREFIX = FILE_NAME + ".stale-";
+    /** Held (created exclusively) by whoever is breaking the lock, so breaks never overlap. */
+    static final String BREAK_GUARD = FILE_NAME + ".break";
+    private static final long GUARD_ABANDONED_MS = 10_000;
 
     private static final Logger LOG = LoggerFactory.getLogger(BoardLock.class);
     private static final String HOST = hostName();
@@ -163,26 +166,71 @@ final class BoardLock implements AutoCloseable {
         return null;
     }
 
-    /** Renames the lock aside if it still holds {@code seen}; only one of several breakers can win. */
-    private static void tryBreak(Path lock, byte[] seen, String reason) throws IOException {
-        Path aside = lock.resolveSibling(STALE_PREFIX + AtomicFiles.randomHex16());
+    /**
+     * Renames the lock aside if it still holds {@code seen}; only one of several breakers can win.
+     * Breakers take the guard file {@code .stitch.lock.break} first and re-read the lock under it:
+     * without the guard, a breaker that read the stale lock could rename aside the fresh lock another
+     * writer had just taken after breaking it, and two writers would hold the board at once.
+     */
+    static void tryBreak(Path lock, byte[] seen, String reason) throws IOException {
+        Path guard = lock.resolveSibling(BREAK_GUARD);
         try {
-            Files.move(lock, aside, StandardCopyOption.ATOMIC_MOVE);
-        } catch (NoSuchFileException e) {
-            return;
-        }
-        byte[] moved = Files.readAllBytes(aside);
-        if (!Arrays.equals(moved, seen)) {
-            // Another writer replaced the lock between our read and our rename: give that one back.
+            Files.write(guard, new byte[0], StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        } catch (FileAlreadyExistsException busy) {
+            clearAbandonedGuard(guard);
             try {
-                Files.createLink(lock, aside);
-                Files.delete(aside);
-            } catch (FileAlreadyExistsException e) {
-                LOG.warn("could not restore board lock {} taken by {}; a newer lock exists", lock, describe(moved));
+                TimeUnit.MILLISECONDS.sleep(1 + ThreadLocalRandom.current().nextInt(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.io.InterruptedIOException("interrupted while waiting to break the board lock");
             }
             return;
         }
-        LOG.warn("broke board lock {} held by {}: {}", lock, describe(seen), reason);
+        try {
+            byte[] now;
+            try {
+                now = Files.readAllBytes(lock);
+            } catch (NoSuchFileException gone) {
+                return;
+            }
+            if (!Arrays.equals(now, seen)) {
+                // broken and retaken meanwhile: the caller looks at the new lock afresh
+                return;
+            }
+            Path aside = lock.resolveSibling(STALE_PREFIX + AtomicFiles.randomHex16());
+            try {
+                Files.move(lock, aside, StandardCopyOption.ATOMIC_MOVE);
+            } catch (NoSuchFileException e) {
+                return;
+            }
+            byte[] moved = Files.readAllBytes(aside);
+            if (!Arrays.equals(moved, seen)) {
+                // The stale owner released and a writer retook the lock between our read and our rename: give it back.
+                try {
+                    Files.createLink(lock, aside);
+                    Files.delete(aside);
+                } catch (FileAlreadyExistsException e) {
+                    LOG.warn("could not restore board lock {} taken by {}; a newer lock exists", lock, describe(moved));
+                }
+                return;
+            }
+            LOG.warn("broke board lock {} held by {}: {}", lock, describe(seen), reason);
+        } finally {
+            Files.deleteIfExists(guard);
+        }
+    }
+
+    /** A guard older than {@link #GUARD_ABANDONED_MS} belongs to a breaker that died mid-break (a break takes milliseconds). */
+    private static void clearAbandonedGuard(Path guard) throws IOException {
+        try {
+            long age = System.currentTimeMillis() - Files.getLastModifiedTime(guard).toMillis();
+            if (age > GUARD_ABANDONED_MS) {
+                LOG.warn("removing abandoned board lock guard {} ({} ms old)", guard, age);
+                Files.deleteIfExists(guard);
+            }
+        } catch (NoSuchFileException gone) {
+            // released meanwhile
+        }
     }
 
     private static JsonNode parseQuietly(byte[] bytes) {

@@ -1,5 +1,6 @@
 package dev.stitch.board;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -92,6 +93,34 @@ class BoardLockTest {
         Files.setLastModifiedTime(tmp.resolve(".stitch.lock"),
                 java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 600_000));
         raceFor(BoardOptions.defaults());
+    }
+
+    /**
+     * A breaker that read the stale lock late must not rename aside the fresh lock another writer
+     * took after breaking it; and breaks wait for the guard, unless its owner died long ago.
+     */
+    @Test
+    void lateBreakerLeavesAFreshLockAloneAndBreaksAreGuarded() throws Exception {
+        Path lock = tmp.resolve(".stitch.lock");
+        byte[] staleSeen = new byte[0];
+        try (BoardLock fresh = BoardLock.acquire(tmp, BoardOptions.defaults())) {
+            byte[] held = Files.readAllBytes(lock);
+            BoardLock.tryBreak(lock, staleSeen, "test: stale content read before the lock was retaken");
+            assertArrayEquals(held, Files.readAllBytes(lock));
+            assertEquals(0, staleFiles());
+        }
+        Files.write(lock, staleSeen);
+        Path guard = tmp.resolve(BoardLock.BREAK_GUARD);
+        Files.write(guard, new byte[0]);
+        BoardLock.tryBreak(lock, staleSeen, "test: another breaker is at work");
+        assertTrue(Files.exists(lock), "a live guard blocks the break");
+        Files.setLastModifiedTime(guard, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 60_000));
+        BoardLock.tryBreak(lock, staleSeen, "test: the guard's owner died");
+        assertFalse(Files.exists(guard), "an abandoned guard is cleared");
+        BoardLock.tryBreak(lock, staleSeen, "test: stale");
+        assertFalse(Files.exists(lock));
+        assertEquals(1, staleFiles());
+        assertFalse(Files.exists(guard));
     }
 
     @Test
