@@ -34,9 +34,7 @@ public final class DeltaEncoder implements AutoCloseable {
     public static final long DEFAULT_CHUNK_ELEMENTS = 1L << 20;
     /** New bytes diffed before they are hashed: small enough to still be in L2 when the hash reads them. */
     static final long HASH_SLICE_BYTES = 256L << 10;
-    /** Size of a worker's spill block: many chunks' outputs at typical densities. */
-    private static final long SPILL_BLOCK_BYTES = 32L << 20;
-    /** Spill memory a worker keeps between diffs. */
+    /** Spill memory (a {@link VersionMemory} per worker for chunk outputs) a worker keeps between diffs. */
     private static final long RETAINED_SPILL_BYTES = 64L << 20;
 
     private static final long TWO_POW_32 = 1L << 32;
@@ -44,8 +42,8 @@ public final class DeltaEncoder implements AutoCloseable {
     private final DeltaKernels kernels;
     private final ChunkRunner runner;
     private final long chunkElements;
-    private final Spill[] spillPositions;
-    private final Spill[] spillValues;
+    private final VersionMemory[] spillPositions;
+    private final VersionMemory[] spillValues;
     private boolean closed;
 
     public DeltaEncoder(DeltaKernels kernels, int threads) {
@@ -59,11 +57,11 @@ public final class DeltaEncoder implements AutoCloseable {
         }
         this.chunkElements = chunkElements;
         this.runner = new ChunkRunner(threads, "stitch-encode");
-        this.spillPositions = new Spill[threads];
-        this.spillValues = new Spill[threads];
+        this.spillPositions = new VersionMemory[threads];
+        this.spillValues = new VersionMemory[threads];
         for (int w = 0; w < threads; w++) {
-            spillPositions[w] = new Spill();
-            spillValues[w] = new Spill();
+            spillPositions[w] = new VersionMemory(RETAINED_SPILL_BYTES);
+            spillValues[w] = new VersionMemory(RETAINED_SPILL_BYTES);
         }
     }
 
@@ -141,8 +139,8 @@ public final class DeltaEncoder implements AutoCloseable {
         boolean xor = mode == ValueMode.XOR;
         HashOrder hashes = digestNew ? new HashOrder(sorted.size()) : null;
         for (int w = 0; w < spillPositions.length; w++) {
-            spillPositions[w].rewind();
-            spillValues[w].rewind();
+            spillPositions[w].reset();
+            spillValues[w].reset();
         }
         runner.run(chunks.size(), (worker, index) -> {
             try {
@@ -192,8 +190,8 @@ public final class DeltaEncoder implements AutoCloseable {
             changedBytes += count * width;
         }
         for (int w = 0; w < spillPositions.length; w++) {
-            spillPositions[w].rewind();
-            spillValues[w].rewind();
+            spillPositions[w].reset();
+            spillValues[w].reset();
         }
         return new EncodedVersion(changes, false, mode, sorted.size(), totalElements, totalBytes,
                 changedElements, changedBytes, System.nanoTime() - started);
@@ -309,8 +307,8 @@ public final class DeltaEncoder implements AutoCloseable {
             closed = true;
             runner.close();
             for (int w = 0; w < spillPositions.length; w++) {
-                spillPositions[w].free();
-                spillValues[w].free();
+                spillPositions[w].close();
+                spillValues[w].close();
             }
         }
     }
@@ -389,64 +387,6 @@ public final class DeltaEncoder implements AutoCloseable {
         /** Digest of a tensor all of whose chunks passed. */
         synchronized Hash128 digest(int tensor) {
             return streams[tensor].digest();
-        }
-    }
-
-    /**
-     * A worker's append-only memory for the chunk outputs of one diff, in blocks that later diffs
-     * reuse (so the kernel writes straight into it and nothing is zeroed twice). Blocks beyond
-     * {@link #RETAINED_SPILL_BYTES} are freed once a diff is done, so a dense version does not pin
-     * its size in memory for good.
-     */
-    private static final class Spill {
-        private final List<Arena> arenas = new ArrayList<>();
-        private final List<MemorySegment> blocks = new ArrayList<>();
-        private int block = -1;
-        private long used;
-
-        /** At least {@code bytes} of free memory at the end of the spill; {@link #keep} then claims a prefix. */
-        MemorySegment reserve(long bytes) {
-            if (block < 0 || blocks.get(block).byteSize() - used < bytes) {
-                block++;
-                used = 0;
-                if (block == blocks.size() || blocks.get(block).byteSize() < bytes) {
-                    Arena arena = Arena.ofShared();
-                    MemorySegment seg = arena.allocate(Math.max(SPILL_BLOCK_BYTES, bytes), 64);
-                    arenas.add(block, arena);
-                    blocks.add(block, seg);
-                }
-            }
-            return blocks.get(block).asSlice(used, bytes);
-        }
-
-        void keep(long bytes) {
-            // keep slices 8-byte aligned for the next chunk's positions
-            used += (bytes + 7) & ~7L;
-        }
-
-        /** Starts over, freeing blocks beyond the retained size. */
-        void rewind() {
-            long kept = 0;
-            int i = 0;
-            while (i < blocks.size()) {
-                if (kept + blocks.get(i).byteSize() > RETAINED_SPILL_BYTES && i > 0) {
-                    arenas.remove(i).close();
-                    blocks.remove(i);
-                } else {
-                    kept += blocks.get(i).byteSize();
-                    i++;
-                }
-            }
-            block = -1;
-            used = 0;
-        }
-
-        void free() {
-            for (Arena a : arenas) {
-                a.close();
-            }
-            arenas.clear();
-            blocks.clear();
         }
     }
 

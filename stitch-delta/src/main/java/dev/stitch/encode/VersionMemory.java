@@ -63,6 +63,22 @@ public final class VersionMemory implements SegmentAllocator, AutoCloseable {
         return b.asSlice(at, byteSize);
     }
 
+    /**
+     * At least {@code bytes} of free, 8-byte aligned memory at the end, not yet claimed: for a writer
+     * that knows only an upper bound of what it will produce. {@link #keep} then claims its first bytes.
+     */
+    public MemorySegment reserve(long bytes) {
+        MemorySegment room = allocate(bytes, 8);
+        used -= bytes;
+        return room;
+    }
+
+    /** Claims the first {@code bytes} of the last {@link #reserve}d room. */
+    public void keep(long bytes) {
+        // keep what follows 8-byte aligned
+        used += (bytes + 7) & ~7L;
+    }
+
     /** Invalidates every segment handed out and starts over, freeing blocks beyond the retained size. */
     public void reset() {
         long kept = 0;

@@ -588,10 +588,12 @@ final class JavaKernels implements DeltaKernels {
     public Hash128 scatterEscapedXxh3(MemorySegment dst, int width, MemorySegment units, long unitCount,
                                       MemorySegment values, long count, boolean xor, MemorySegment undo) {
         KernelArgs.escapedUndoable(dst, width, units, unitCount, values, count, undo);
-        validateEscaped(units, unitCount, count, dst.byteSize() / width);
-        // the fallback rebuilds positions first and reuses the fused positional pass
+        // the fallback rebuilds positions first (which checks the stream) and reuses the fused positional pass
         MemorySegment positions = MemorySegment.ofArray(new long[Math.toIntExact(count)]);
-        decodeEscapedGaps(units, unitCount, positions, 8, count, dst.byteSize() / width);
+        long decoded = decodeEscapedGaps(units, unitCount, positions, 8, count, dst.byteSize() / width);
+        if (decoded != count) {
+            throw KernelArgs.countMismatch(decoded, count);
+        }
         return scatterXxh3(dst, width, positions, 8, values, count, xor, undo);
     }
 
