@@ -1,5 +1,6 @@
 package dev.stitch.demo;
 
+import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.cli.ByteSize;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -28,11 +29,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -78,10 +76,10 @@ final class DemoRun {
             if (options.keep()) {
                 out.println("kept the board and checkpoints under " + work);
             } else if (created) {
-                deleteTree(work);
+                ScratchDirectories.delete(work);
             } else {
                 for (String sub : List.of("board", "base", "local", "sidecar-state")) {
-                    deleteTree(work.resolve(sub));
+                    ScratchDirectories.delete(work.resolve(sub));
                 }
             }
         }
@@ -327,22 +325,4 @@ final class DemoRun {
                 HttpResponse.BodyHandlers.ofString());
     }
 
-    static void deleteTree(Path root) throws IOException {
-        if (!Files.exists(root)) {
-            return;
-        }
-        Files.walkFileTree(root, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.delete(file);
-                return FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
-                Files.delete(dir);
-                return FileVisitResult.CONTINUE;
-            }
-        });
-    }
 }

@@ -1,5 +1,6 @@
 package dev.stitch.bench.proxy;
 
+import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.cli.CliFailure;
@@ -18,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -98,7 +98,7 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
             Thread.currentThread().interrupt();
             throw new CliFailure("interrupted");
         } finally {
-            deleteTree(work);
+            ScratchDirectories.deleteQuietly(work, "bench proxy");
         }
         results.printTable(System.out, "path", "rps_offered", "rps_achieved", "p50_ms", "p99_ms", "errors",
                 "requests", "added_p99_ms", "proxy_cpu_ms_per_req", "proxy_cpu_ms_per_req_excl_jit");
@@ -206,14 +206,6 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
     static void progress(String line) {
         if (System.console() != null) {
             System.err.println("bench proxy: " + line);
-        }
-    }
-
-    private static void deleteTree(Path root) {
-        try (Stream<Path> s = Files.walk(root)) {
-            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
-            // Temporary files only; a leftover is harmless.
         }
     }
 

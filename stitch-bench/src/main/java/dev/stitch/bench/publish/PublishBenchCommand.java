@@ -1,5 +1,6 @@
 package dev.stitch.bench.publish;
 
+import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.cli.ByteSize;
 
 import dev.stitch.apply.ApplyProgress;
@@ -36,14 +37,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -175,7 +174,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
             throw new CliFailure("bench publish failed: " + e.getMessage());
         } finally {
             if (temporary && work != null) {
-                deleteTree(work);
+                ScratchDirectories.deleteQuietly(work, "bench publish");
             }
         }
         results.printTable(System.out, "backend", "encoding", "density", "size_bytes", "bytes_written", "encode_s",
@@ -238,7 +237,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         }
         // An even number of versions brought the local copy back to the base: forget the chain's state.
         Files.deleteIfExists(local.resolve(HostApplier.STATE_DIR).resolve("state.json"));
-        deleteTree(boardDir);
+        ScratchDirectories.deleteQuietly(boardDir, "bench publish");
 
         long modelBytes = workload.sizeBytes();
         double applyS = median(apply);
@@ -518,16 +517,4 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
     }
 
-    private static void deleteTree(Path root) {
-        if (!Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> s = Files.walk(root)) {
-            for (Path p : s.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        } catch (IOException e) {
-            System.err.println("bench publish: could not remove " + root + ": " + e.getMessage());
-        }
-    }
 }

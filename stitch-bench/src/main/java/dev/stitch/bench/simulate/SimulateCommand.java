@@ -1,17 +1,14 @@
 package dev.stitch.bench.simulate;
 
+import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.cli.ByteSize;
 
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.cli.CliFailure;
-import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -120,7 +117,7 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
             new Simulation(plan, work, System.console() != null ? System.err : null).run(results);
         } finally {
             if (workDir == null) {
-                deleteTree(work);
+                ScratchDirectories.delete(work);
             }
         }
         print(results, plan, System.out);
@@ -216,25 +213,4 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
         return String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
     }
 
-    static void deleteTree(Path root) throws IOException {
-        if (!Files.exists(root)) {
-            return;
-        }
-        Files.walkFileTree(root, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.delete(file);
-                return FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult postVisitDirectory(Path dir, IOException exc) throws IOException {
-                if (exc != null) {
-                    throw exc;
-                }
-                Files.delete(dir);
-                return FileVisitResult.CONTINUE;
-            }
-        });
-    }
 }

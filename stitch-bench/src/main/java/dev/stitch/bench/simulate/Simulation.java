@@ -1,5 +1,6 @@
 package dev.stitch.bench.simulate;
 
+import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.bench.BenchResults;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -77,7 +78,7 @@ final class Simulation {
                                 r.bytes(), r.files(), codec.applyCpuNanos() / 1e9, 1);
                     }
                     measured.add(new Measured(spec, costs, r));
-                    SimulateCommand.deleteTree(runDir);
+                    ScratchDirectories.delete(runDir);
                     done++;
                 }
             }
@@ -128,7 +129,7 @@ final class Simulation {
         try (ChunkCodec codec = ChunkCodecs.open(spec, version, checkpoint)) {
             pipeline.run(codec, runDir.resolve("trainer-board"), runDir.resolve("rollout-board"), () -> { });
         } finally {
-            SimulateCommand.deleteTree(runDir);
+            ScratchDirectories.delete(runDir);
         }
     }
 
