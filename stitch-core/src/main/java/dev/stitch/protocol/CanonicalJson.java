@@ -79,6 +79,25 @@ public final class CanonicalJson {
         }
     }
 
+    /**
+     * Appends {@code map} as an object of string members in its iteration order, with the canonical
+     * separators (the caller supplies the order: a safetensors weight map is sorted by name).
+     */
+    public static void appendStringMap(StringBuilder sb, java.util.Map<String, String> map) {
+        sb.append('{');
+        boolean first = true;
+        for (java.util.Map.Entry<String, String> e : map.entrySet()) {
+            if (!first) {
+                sb.append(", ");
+            }
+            first = false;
+            appendString(sb, e.getKey());
+            sb.append(": ");
+            appendString(sb, e.getValue());
+        }
+        sb.append('}');
+    }
+
     /** Appends {@code s} as a JSON string with Python's {@code ensure_ascii} escaping. */
     public static void appendString(StringBuilder sb, String s) {
         sb.append('"');

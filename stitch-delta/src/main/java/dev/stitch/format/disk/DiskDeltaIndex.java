@@ -139,18 +139,9 @@ public record DiskDeltaIndex(long version, long baseVersion, ValueMode encoding,
             .append("\", \"delta_encoding\": \"").append(encoding.id())
             .append("\", \"compression_format\": \"").append(compression)
             .append("\", \"checksum_format\": \"").append(checksumFormat)
-            .append("\"}, \"weight_map\": {");
-        boolean first = true;
-        for (Map.Entry<String, String> e : weightMap.entrySet()) {
-            if (!first) {
-                sb.append(", ");
-            }
-            first = false;
-            CanonicalJson.appendString(sb, e.getKey());
-            sb.append(": ");
-            CanonicalJson.appendString(sb, e.getValue());
-        }
-        return sb.append("}}").toString();
+            .append("\"}, \"weight_map\": ");
+        CanonicalJson.appendStringMap(sb, weightMap);
+        return sb.append("}").toString();
     }
 
     /** {@code %06d}. */

@@ -101,18 +101,9 @@ public final class FullCheckpointWriter {
             written += wf.size();
         }
         if (shards.size() > 1) {
-            StringBuilder sb = new StringBuilder("{\"metadata\": {\"total_size\": ").append(total).append("}, \"weight_map\": {");
-            boolean first = true;
-            for (Map.Entry<String, String> e : weightMap.entrySet()) {
-                if (!first) {
-                    sb.append(", ");
-                }
-                first = false;
-                CanonicalJson.appendString(sb, e.getKey());
-                sb.append(": ");
-                CanonicalJson.appendString(sb, e.getValue());
-            }
-            byte[] index = sb.append("}}").toString().getBytes(StandardCharsets.UTF_8);
+            StringBuilder sb = new StringBuilder("{\"metadata\": {\"total_size\": ").append(total).append("}, \"weight_map\": ");
+            CanonicalJson.appendStringMap(sb, weightMap);
+            byte[] index = sb.append("}").toString().getBytes(StandardCharsets.UTF_8);
             WrittenFile wf = FormatFiles.write(dir, prefix + Checkpoint.INDEX, ArtifactKind.FULL, out -> out.write(index));
             files.add(wf);
             written += wf.size();
