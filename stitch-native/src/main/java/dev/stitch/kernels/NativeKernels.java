@@ -407,10 +407,7 @@ final class NativeKernels implements DeltaKernels {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        if (r < 0) {
-            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, -r - 1), bytes / width);
-        }
-        return new Hash128(out[1], out[0]);
+        return digestOrOutOfRange(r, out, positions, positionWidth, bytes / width);
     }
 
     @Override
@@ -426,10 +423,7 @@ final class NativeKernels implements DeltaKernels {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        if (r < 0) {
-            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, -r - 1), bytes / width);
-        }
-        return new Hash128(out[1], out[0]);
+        return digestOrOutOfRange(r, out, positions, positionWidth, bytes / width);
     }
 
     @Override
@@ -478,6 +472,14 @@ final class NativeKernels implements DeltaKernels {
             }
         }
         return max;
+    }
+
+    /** The digest a fused hashing kernel wrote to {@code out}, or the error for its result {@code -(k+1)}: position k out of range. */
+    private static Hash128 digestOrOutOfRange(long r, long[] out, MemorySegment positions, int positionWidth, long limit) {
+        if (r < 0) {
+            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, -r - 1), limit);
+        }
+        return new Hash128(out[1], out[0]);
     }
 
     /** XXH3 state lives in a Java array passed to critical downcalls, so the GC owns it. */
