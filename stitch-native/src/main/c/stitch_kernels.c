@@ -989,8 +989,10 @@ EXPORT int64_t stitch_escaped_gap_units(const uint8_t *pos, int32_t pw, int64_t 
 }
 
 /* Returns the units written, or -1 when they would not fit in capacity units (then the output is partial). */
-EXPORT int64_t stitch_encode_escaped_gaps(const uint8_t *pos, int32_t pw, int64_t count, uint8_t *units, int64_t capacity) {
-    uint64_t prev = (uint64_t) -1;
+/* Gaps count from index first (g[0] = pos[0] - first), so a stream can be built in pieces. */
+EXPORT int64_t stitch_encode_escaped_gaps(const uint8_t *pos, int32_t pw, int64_t count, uint8_t *units, int64_t capacity,
+                                          int64_t first) {
+    uint64_t prev = (uint64_t) first - 1;
     int64_t u = 0;
     for (int64_t k = 0; k < count; k++) {
         uint64_t p = pw == 4 ? (uint64_t) ld32(pos + 4 * k) : ld64(pos + 8 * k);
@@ -1285,4 +1287,31 @@ EXPORT int64_t stitch_xor_widened(const uint8_t *values, int64_t count, int32_t 
         }
     }
     return (int64_t) x;
+}
+
+/*
+ * A zstd external sequence producer (ZSTD_sequenceProducer_F, zstd >= 1.5.4) that reports the whole
+ * block as literals. Registered on a compression context it turns zstd into a Huffman-only coder:
+ * on byte planes whose bytes are skewed but never repeat in runs (the low bytes of gaps and of
+ * value XORs), level 1's match search finds only short, costly matches, and skipping it is both
+ * about three times faster and a little smaller. The layout mirrors ZSTD_Sequence.
+ */
+typedef struct {
+    unsigned int offset;
+    unsigned int lit_length;
+    unsigned int match_length;
+    unsigned int rep;
+} stitch_zstd_sequence;
+
+EXPORT size_t stitch_zstd_literals_only(void *state, stitch_zstd_sequence *out, size_t capacity, const void *src,
+                                        size_t src_size, const void *dict, size_t dict_size, int level, size_t window) {
+    (void) state; (void) src; (void) dict; (void) dict_size; (void) level; (void) window;
+    if (capacity < 1 || src_size > 0xFFFFFFFFu) {
+        return (size_t) -1; /* ZSTD_SEQUENCE_PRODUCER_ERROR */
+    }
+    out[0].offset = 0;
+    out[0].lit_length = (unsigned int) src_size;
+    out[0].match_length = 0;
+    out[0].rep = 0;
+    return 1;
 }

@@ -8,6 +8,8 @@ import dev.stitch.tensor.WeightsDigest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -27,6 +29,11 @@ import java.util.function.LongConsumer;
  * into its place, so the output is identical for every thread count and chunk size. The diff never
  * touches the snapshot: {@link #advance} applies a version to it once the version is durably
  * published, so a failed publish leaves the base intact (delta-formats.md 1.7).
+ *
+ * <p>For stitch_delta the diff can hand over {@linkplain TensorChange.EscapedPlanes escaped planes}
+ * instead of positions and values: each chunk turns its gathered changes into gap units and byte
+ * planes while they are still in cache, and only those planes are copied into place, so the writer
+ * compresses them as they are (delta-formats.md 4.2).
  */
 public final class DeltaEncoder implements AutoCloseable {
 
@@ -38,12 +45,16 @@ public final class DeltaEncoder implements AutoCloseable {
     private static final long RETAINED_SPILL_BYTES = 64L << 20;
 
     private static final long TWO_POW_32 = 1L << 32;
+    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final DeltaKernels kernels;
     private final ChunkRunner runner;
     private final long chunkElements;
     private final VersionMemory[] spillPositions;
     private final VersionMemory[] spillValues;
+    /** Per-worker memory for one chunk's positions, values and gap units while it becomes planes. */
+    private final VersionMemory[] chunkScratch;
     private boolean closed;
 
     public DeltaEncoder(DeltaKernels kernels, int threads) {
@@ -59,9 +70,11 @@ public final class DeltaEncoder implements AutoCloseable {
         this.runner = new ChunkRunner(threads, "stitch-encode");
         this.spillPositions = new VersionMemory[threads];
         this.spillValues = new VersionMemory[threads];
+        this.chunkScratch = new VersionMemory[threads];
         for (int w = 0; w < threads; w++) {
             spillPositions[w] = new VersionMemory(RETAINED_SPILL_BYTES);
             spillValues[w] = new VersionMemory(RETAINED_SPILL_BYTES);
+            chunkScratch[w] = new VersionMemory(RETAINED_SPILL_BYTES);
         }
     }
 
@@ -106,8 +119,19 @@ public final class DeltaEncoder implements AutoCloseable {
      * {@code digestNew} says whether changes carry {@link TensorChange#newDigest()} (formats that
      * record it want it, the others save the hashing).
      */
+    public EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode,
+                               SegmentAllocator out, LongConsumer compared, boolean digestNew) {
+        return diff(base, next, mode, out, compared, digestNew, false);
+    }
+
+    /**
+     * As {@link #diff(Snapshot, Collection, ValueMode, SegmentAllocator, LongConsumer, boolean)};
+     * with {@code escapedPlanes} every change carries {@link TensorChange#escaped()} (the stitch_delta
+     * sparse planes, in {@code out}) instead of positions and values.
+     */
     public synchronized EncodedVersion diff(Snapshot base, Collection<TensorData> next, ValueMode mode,
-                                            SegmentAllocator out, LongConsumer compared, boolean digestNew) {
+                                            SegmentAllocator out, LongConsumer compared, boolean digestNew,
+                                            boolean escapedPlanes) {
         checkOpen();
         long started = System.nanoTime();
         List<TensorData> sorted = sortedUnique(next);
@@ -144,7 +168,7 @@ public final class DeltaEncoder implements AutoCloseable {
         }
         runner.run(chunks.size(), (worker, index) -> {
             try {
-                diffChunk(chunks.get(index), sorted, olds, worker, xor, hashes);
+                diffChunk(chunks.get(index), sorted, olds, worker, xor, hashes, escapedPlanes);
             } catch (Throwable t) {
                 if (hashes != null) {
                     hashes.abandon();
@@ -172,6 +196,15 @@ public final class DeltaEncoder implements AutoCloseable {
             if (count == 0) {
                 continue;
             }
+            Hash128 digest = hashes == null ? null : hashes.digest(ti);
+            if (escapedPlanes) {
+                TensorChange.EscapedPlanes planes = joinPlanes(chunks.subList(first, ci), count, width, out);
+                changes.add(new TensorChange(neu.spec(), count, null, positionWidth, null, xor, olds[ti].bytes(),
+                        neu.bytes(), digest, planes));
+                changedElements += count;
+                changedBytes += count * width;
+                continue;
+            }
             // one copy from the workers' spill memory, which the next diff reuses, into the caller's arena
             MemorySegment positions = out.allocate(count * positionWidth, positionWidth);
             MemorySegment values = out.allocate(count * width, width);
@@ -185,7 +218,7 @@ public final class DeltaEncoder implements AutoCloseable {
                 }
             }
             changes.add(new TensorChange(neu.spec(), count, positions, positionWidth, values, xor,
-                    olds[ti].bytes(), neu.bytes(), hashes == null ? null : hashes.digest(ti)));
+                    olds[ti].bytes(), neu.bytes(), digest));
             changedElements += count;
             changedBytes += count * width;
         }
@@ -203,14 +236,22 @@ public final class DeltaEncoder implements AutoCloseable {
      * not hashed yet diffs on and hashes what is left once its turn comes.
      */
     private void diffChunk(Chunk c, List<TensorData> sorted, TensorData[] olds, int worker, boolean xor,
-                           HashOrder hashes) {
+                           HashOrder hashes, boolean escapedPlanes) {
         TensorData neu = sorted.get(c.tensor);
         int width = neu.spec().dtype().width();
         int positionWidth = positionWidth(neu.spec());
         MemorySegment oldTensor = olds[c.tensor].bytes();
         MemorySegment newTensor = neu.bytes();
-        MemorySegment pos = spillPositions[worker].reserve(c.count * positionWidth);
-        MemorySegment val = spillValues[worker].reserve(c.count * width);
+        MemorySegment pos;
+        MemorySegment val;
+        if (escapedPlanes) {
+            chunkScratch[worker].reset();
+            pos = chunkScratch[worker].allocate(c.count * positionWidth, 8);
+            val = chunkScratch[worker].allocate(c.count * width, 8);
+        } else {
+            pos = spillPositions[worker].reserve(c.count * positionWidth);
+            val = spillValues[worker].reserve(c.count * width);
+        }
         long sliceElements = hashes == null ? c.count : Math.max(1, HASH_SLICE_BYTES / width);
         boolean myTurn = false;
         long hashed = 0;
@@ -234,11 +275,94 @@ public final class DeltaEncoder implements AutoCloseable {
             }
             hashes.pass(c.tensor);
         }
+        c.changed = n;
+        if (escapedPlanes) {
+            toPlanes(c, pos, positionWidth, val, width, n, worker);
+            return;
+        }
         spillPositions[worker].keep(n * positionWidth);
         spillValues[worker].keep(n * width);
         c.positions = pos;
         c.values = val;
-        c.changed = n;
+    }
+
+    /**
+     * Turns a chunk's gathered changes, still in cache, into its piece of the escaped gap stream
+     * (counted from the chunk's first element) and byte planes, kept in the worker's spill memory;
+     * {@link #joinPlanes} later re-counts each piece's first gap from the change before it.
+     */
+    private void toPlanes(Chunk c, MemorySegment pos, int positionWidth, MemorySegment val, int width, long n, int worker) {
+        if (n == 0) {
+            return;
+        }
+        MemorySegment units = chunkScratch[worker].allocate(2 * (n + c.count / 65535 + 1), 8);
+        long u = kernels.encodeEscapedGaps(pos, positionWidth, n, units, c.start);
+        MemorySegment gapPlanes = spillPositions[worker].reserve(2 * u);
+        kernels.splitPlanes(units, 2, u, gapPlanes);
+        spillPositions[worker].keep(2 * u);
+        MemorySegment valuePlanes = spillValues[worker].reserve(n * width);
+        kernels.splitPlanes(val, width, n, valuePlanes);
+        spillValues[worker].keep(n * width);
+        c.positions = gapPlanes.asSlice(0, 2 * u);
+        c.values = valuePlanes.asSlice(0, n * width);
+        c.units = u;
+        c.firstPosition = readPosition(pos, positionWidth, 0);
+        c.lastPosition = readPosition(pos, positionWidth, n - 1);
+    }
+
+    /**
+     * The planes of one tensor from its chunks' pieces: each piece's leading units (its first gap,
+     * counted from the chunk start) are replaced by that gap counted from the previous change, then
+     * every plane is copied once into {@code out}.
+     */
+    private static TensorChange.EscapedPlanes joinPlanes(List<Chunk> chunks, long count, int width, SegmentAllocator out) {
+        long units = 0;
+        long prev = -1;
+        for (Chunk c : chunks) {
+            if (c.changed > 0) {
+                units += c.units - leadingUnits(c.firstPosition - c.start) + leadingUnits(c.firstPosition - prev - 1);
+                prev = c.lastPosition;
+            }
+        }
+        MemorySegment planes = out.allocate(2 * units + count * width, 8);
+        MemorySegment lo = planes.asSlice(0, units);
+        MemorySegment hi = planes.asSlice(units, units);
+        long u = 0;
+        long v = 0;
+        prev = -1;
+        for (Chunk c : chunks) {
+            if (c.changed == 0) {
+                continue;
+            }
+            long gap = c.firstPosition - prev - 1;
+            long escapes = gap / 65535;
+            lo.asSlice(u, escapes).fill((byte) 0xFF);
+            hi.asSlice(u, escapes).fill((byte) 0xFF);
+            u += escapes;
+            lo.set(ValueLayout.JAVA_BYTE, u, (byte) (gap % 65535));
+            hi.set(ValueLayout.JAVA_BYTE, u, (byte) ((gap % 65535) >>> 8));
+            u++;
+            long skip = leadingUnits(c.firstPosition - c.start);
+            long rest = c.units - skip;
+            MemorySegment.copy(c.positions, skip, lo, u, rest);
+            MemorySegment.copy(c.positions, c.units + skip, hi, u, rest);
+            u += rest;
+            for (int b = 0; b < width; b++) {
+                MemorySegment.copy(c.values, b * c.changed, planes, 2 * units + b * count + v, c.changed);
+            }
+            v += c.changed;
+            prev = c.lastPosition;
+        }
+        return new TensorChange.EscapedPlanes(planes, units);
+    }
+
+    /** Units one gap takes in the escaped stream. */
+    private static long leadingUnits(long gap) {
+        return gap / 65535 + 1;
+    }
+
+    private static long readPosition(MemorySegment positions, int positionWidth, long k) {
+        return positionWidth == 4 ? positions.get(U32, 4 * k) & 0xFFFFFFFFL : positions.get(U64, 8 * k);
     }
 
     /**
@@ -258,6 +382,11 @@ public final class DeltaEncoder implements AutoCloseable {
             if (target == null || !target.spec().equals(c.spec())) {
                 throw new IllegalStateException("snapshot has no tensor " + c.spec() + " to advance");
             }
+            if (c.escaped() != null) {
+                // a gap stream is read from its start, so escaped planes scatter one tensor per task
+                ranges.add(new ScatterRange(c, target.bytes(), 0, c.count()));
+                continue;
+            }
             for (long start = 0; start < c.count(); start += chunkElements) {
                 ranges.add(new ScatterRange(c, target.bytes(), start, Math.min(chunkElements, c.count() - start)));
             }
@@ -266,6 +395,17 @@ public final class DeltaEncoder implements AutoCloseable {
             ScatterRange r = ranges.get(index);
             TensorChange c = r.change;
             int width = c.spec().dtype().width();
+            if (c.escaped() != null) {
+                VersionMemory scratch = chunkScratch[worker];
+                scratch.reset();
+                TensorChange.EscapedPlanes p = c.escaped();
+                MemorySegment units = scratch.allocate(2 * p.units(), 8);
+                MemorySegment values = scratch.allocate(c.count() * width, 8);
+                kernels.mergePlanes(p.gapPlanes(), 2, p.units(), units);
+                kernels.mergePlanes(p.valuePlanes(), width, c.count(), values);
+                kernels.scatterEscapedGaps(r.target, width, units, p.units(), values, c.count(), c.xorValues());
+                return;
+            }
             MemorySegment pos = c.positions().asSlice(r.start * c.positionWidth(), r.count * c.positionWidth());
             MemorySegment val = c.values().asSlice(r.start * width, r.count * width);
             if (c.xorValues()) {
@@ -309,6 +449,7 @@ public final class DeltaEncoder implements AutoCloseable {
             for (int w = 0; w < spillPositions.length; w++) {
                 spillPositions[w].close();
                 spillValues[w].close();
+                chunkScratch[w].close();
             }
         }
     }
@@ -319,8 +460,13 @@ public final class DeltaEncoder implements AutoCloseable {
         final long start;
         final long count;
         long changed;
+        /** Positions, or the gap planes (low bytes, then high bytes) when the diff makes escaped planes. */
         MemorySegment positions;
+        /** Values, or the value planes when the diff makes escaped planes. */
         MemorySegment values;
+        long units;
+        long firstPosition;
+        long lastPosition;
 
         Chunk(int tensor, int ordinal, long start, long count) {
             this.tensor = tensor;

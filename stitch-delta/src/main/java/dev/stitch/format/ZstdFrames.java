@@ -3,9 +3,12 @@ package dev.stitch.format;
 import com.github.luben.zstd.Zstd;
 import com.github.luben.zstd.ZstdCompressCtx;
 import com.github.luben.zstd.ZstdDecompressCtx;
+import com.github.luben.zstd.SequenceProducer;
 import com.github.luben.zstd.ZstdException;
+import dev.stitch.kernels.Kernels;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -64,17 +67,35 @@ public final class ZstdFrames {
     }
 
     /**
-     * A reusable compressor producing exactly the frames of {@link #compress(byte[])}, from and into
-     * native memory, so a writer compressing many streams sets up one context and copies nothing.
-     * Not thread-safe.
+     * A reusable compressor from and into native memory, so a writer compressing many streams sets up
+     * its contexts once and copies nothing. {@link #compress} produces exactly the frames of
+     * {@link #compress(byte[])}; {@link #compressPlane} may instead code a plane as Huffman literals
+     * only (still one level-1 frame with content size, readable by any zstd decoder). Not thread-safe.
      */
     public static final class Compressor implements AutoCloseable {
-        private final ZstdCompressCtx ctx = new ZstdCompressCtx();
+        /** Bytes sampled to choose how a plane is coded. */
+        static final int PLANE_SAMPLES = 4096;
+
+        private final ZstdCompressCtx ctx = levelOneContext();
+        /** Level 1 with a sequence producer that finds no matches; null without the native kernels. */
+        private final ZstdCompressCtx literals;
 
         public Compressor() {
-            ctx.setLevel(LEVEL);
-            ctx.setContentSize(true);
-            ctx.setChecksum(false);
+            OptionalLong producer = Kernels.zstdLiteralsProducer();
+            if (producer.isPresent()) {
+                literals = levelOneContext();
+                literals.registerSequenceProducer(new LiteralsOnly(producer.getAsLong()));
+            } else {
+                literals = null;
+            }
+        }
+
+        private static ZstdCompressCtx levelOneContext() {
+            ZstdCompressCtx c = new ZstdCompressCtx();
+            c.setLevel(LEVEL);
+            c.setContentSize(true);
+            c.setChecksum(false);
+            return c;
         }
 
         /**
@@ -82,6 +103,49 @@ public final class ZstdFrames {
          * at least {@link #bound} of the input) and returns the frame's length.
          */
         public long compress(MemorySegment src, MemorySegment dst) {
+            return compress(ctx, src, dst);
+        }
+
+        /**
+         * As {@link #compress}, for one byte plane of a stitch_delta record. A sample of the plane
+         * decides: when no byte value dominates and the bytes are not near-random, the plane is
+         * coded as literals only, because level 1's match search on such planes (low bytes of gaps
+         * and of value XORs) only finds short matches that cost more time than they save; planes
+         * dominated by one value (high bytes) keep the match search, whose runs beat the 1 bit per
+         * byte Huffman floor.
+         */
+        public long compressPlane(MemorySegment src, MemorySegment dst) {
+            return compress(literals != null && literalsSuit(src) ? literals : ctx, src, dst);
+        }
+
+        /** Whether a sample of {@code plane} has no byte above 3/4 of it and an order-0 entropy below 7.5 bits. */
+        static boolean literalsSuit(MemorySegment plane) {
+            long size = plane.byteSize();
+            if (size < 64) {
+                return false;
+            }
+            int n = (int) Math.min(PLANE_SAMPLES, size);
+            long stride = size / n;
+            int[] histogram = new int[256];
+            int top = 0;
+            for (int i = 0; i < n; i++) {
+                int c = ++histogram[plane.get(ValueLayout.JAVA_BYTE, i * stride) & 0xFF];
+                top = Math.max(top, c);
+            }
+            if (4L * top >= 3L * n) {
+                return false;
+            }
+            double bits = 0;
+            for (int c : histogram) {
+                if (c > 0) {
+                    double p = (double) c / n;
+                    bits -= p * Math.log(p);
+                }
+            }
+            return bits / Math.log(2) < 7.5;
+        }
+
+        private static long compress(ZstdCompressCtx c, MemorySegment src, MemorySegment dst) {
             if (!src.isNative() || !dst.isNative()) {
                 throw new IllegalArgumentException("compression works on native memory only");
             }
@@ -92,13 +156,33 @@ public final class ZstdFrames {
             if (room < bound(src.byteSize())) {
                 throw new IllegalArgumentException("output of " + dst.byteSize() + " bytes is below the bound " + bound(src.byteSize()));
             }
-            return ctx.compressDirectByteBuffer(dst.asSlice(0, room).asByteBuffer(), 0, (int) room,
+            return c.compressDirectByteBuffer(dst.asSlice(0, room).asByteBuffer(), 0, (int) room,
                     src.asByteBuffer(), 0, (int) src.byteSize());
         }
 
         @Override
         public void close() {
             ctx.close();
+            if (literals != null) {
+                literals.close();
+            }
+        }
+    }
+
+    /** The native literals-only producer; it keeps no state. */
+    private record LiteralsOnly(long functionPointer) implements SequenceProducer {
+        @Override
+        public long getFunctionPointer() {
+            return functionPointer;
+        }
+
+        @Override
+        public long createState() {
+            return 0;
+        }
+
+        @Override
+        public void freeState(long state) {
         }
     }
 

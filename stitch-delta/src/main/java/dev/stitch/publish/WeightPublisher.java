@@ -274,7 +274,7 @@ public final class WeightPublisher implements AutoCloseable {
             AtomicLong compared = new AtomicLong();
             LongConsumer diffProgress = bytes -> progress.report(version, "diff", compared.addAndGet(bytes), total);
             EncodedVersion encoded = encoder.diff(snapshot, tensors, diffMode(firstDeltaBackend()), arena, diffProgress,
-                    recordsNewDigests());
+                    recordsNewDigests(), firstDeltaBackend() == Backend.STITCH_DELTA);
             List<String> skipped = new ArrayList<>();
             Backend chosen = null;
             WriteResult written = null;
@@ -291,7 +291,8 @@ public final class WeightPublisher implements AutoCloseable {
                     ValueMode wanted = diffMode(b);
                     if (encoded.valueMode() != wanted) {
                         compared.set(0);
-                        encoded = encoder.diff(snapshot, tensors, wanted, arena, diffProgress, recordsNewDigests());
+                        encoded = encoder.diff(snapshot, tensors, wanted, arena, diffProgress, recordsNewDigests(),
+                                b == Backend.STITCH_DELTA);
                     }
                     progress.report(version, "encode", 0, encoded.changedBytes());
                     long t0 = System.nanoTime();

@@ -172,6 +172,56 @@ class DeltaEncoderTest {
     }
 
     @Test
+    void escapedPlanesAreTheStitchStreamsOfThePositions() {
+        List<TensorData> base = new ArrayList<>(randomModel(61));
+        // a sparse tensor: a change at 0, gaps of exactly 65534/65535/65536 and far beyond, long changeless runs
+        TensorSpec sparse = new TensorSpec("model.sparse", Dtype.BF16, new long[] {400_000});
+        base.add(new TensorData(sparse, MemorySegment.ofArray(new byte[(int) sparse.byteLength()])));
+        List<TensorData> next = new ArrayList<>(perturb(base, 0.03, 62));
+        byte[] moved = new byte[(int) sparse.byteLength()];
+        for (long i : new long[] {0, 65535, 131071, 196608, 196609, 333_333, 399_999}) {
+            moved[(int) (2 * i)] = 1;
+        }
+        next.set(next.size() - 1, new TensorData(sparse, MemorySegment.ofArray(moved)));
+        DeltaKernels k = Kernels.get();
+        for (int threads : new int[] {1, 2, 3}) {
+            for (long chunk : new long[] {7, 333, 65_535, 100_003, DeltaEncoder.DEFAULT_CHUNK_ELEMENTS}) {
+                for (ValueMode mode : ValueMode.values()) {
+                    try (Arena arena = Arena.ofShared();
+                         Snapshot snap = Snapshot.copyOf(base);
+                         DeltaEncoder enc = new DeltaEncoder(k, threads, chunk)) {
+                        EncodedVersion plain = enc.diff(snap, next, mode, arena);
+                        EncodedVersion escaped = enc.diff(snap, next, mode, arena, done -> { }, true, true);
+                        String where = "threads " + threads + ", chunk " + chunk + ", " + mode;
+                        assertEquals(plain.changes().size(), escaped.changes().size(), where);
+                        for (int i = 0; i < plain.changes().size(); i++) {
+                            TensorChange p = plain.changes().get(i);
+                            TensorChange e = escaped.changes().get(i);
+                            assertEquals(p.count(), e.count(), where);
+                            assertEquals(Xxh3.hash128(p.newTensor().toArray(ValueLayout.JAVA_BYTE)), e.newDigest(), where);
+                            int w = p.spec().dtype().width();
+                            MemorySegment units = arena.allocate(2 * (p.count() + p.spec().numel() / 65535 + 1));
+                            long u = k.encodeEscapedGaps(p.positions(), p.positionWidth(), p.count(), units);
+                            MemorySegment expected = arena.allocate(2 * u + p.count() * w);
+                            k.splitPlanes(units, 2, u, expected);
+                            k.splitPlanes(p.values(), w, p.count(), expected.asSlice(2 * u));
+                            assertEquals(u, e.escaped().units(), p.spec().name() + ", " + where);
+                            assertEquals(-1, expected.mismatch(e.escaped().planes()), p.spec().name() + ", " + where);
+                            TensorChange back = e.withPositions(k, arena);
+                            assertEquals(-1, p.positions().mismatch(back.positions()), where);
+                            assertEquals(-1, p.values().mismatch(back.values()), where);
+                        }
+                        enc.advance(snap, escaped, next);
+                        for (TensorData t : next) {
+                            assertEquals(-1, snap.tensor(t.name()).bytes().mismatch(t.bytes()), t.name() + ", " + where);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
     void advanceBringsTheSnapshotToTheNewWeights() {
         List<TensorData> base = randomModel(21);
         List<TensorData> next = perturb(base, 0.03, 22);

@@ -64,7 +64,18 @@ public interface DeltaKernels {
     long escapedGapUnits(MemorySegment positions, int positionWidth, long count);
 
     /** Writes the escaped u16 gap stream; returns the units written. */
-    long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units);
+    default long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
+        return encodeEscapedGaps(positions, positionWidth, count, units, 0);
+    }
+
+    /**
+     * Writes one piece of an escaped u16 gap stream whose first gap counts from {@code firstIndex}
+     * ({@code g[0] = idx[0] - firstIndex}); returns the units written.
+     *
+     * @throws IllegalArgumentException when {@code units} cannot hold them or the first position lies
+     *     before {@code firstIndex}
+     */
+    long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units, long firstIndex);
 
     /**
      * Decodes an escaped u16 gap stream of {@code unitCount} units into positions.

@@ -287,11 +287,21 @@ final class JavaKernels implements DeltaKernels {
     }
 
     @Override
-    public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
-        long needed = escapedGapUnits(positions, positionWidth, count);
+    public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units,
+                                  long firstIndex) {
+        KernelArgs.positionWidth(positionWidth);
+        KernelArgs.holds(positions, count, positionWidth, "positions");
+        KernelArgs.startsAtOrAfter(positions, positionWidth, count, firstIndex);
+        long needed = 0;
+        long prev = firstIndex - 1;
+        for (long k = 0; k < count; k++) {
+            long p = readPosition(positions, positionWidth, k);
+            needed += Long.divideUnsigned(p - prev - 1, 65535) + 1;
+            prev = p;
+        }
         KernelArgs.holds(units, needed, 2, "gap units");
         KernelArgs.writable(units, "gap units");
-        long prev = -1;
+        prev = firstIndex - 1;
         long u = 0;
         for (long k = 0; k < count; k++) {
             long p = readPosition(positions, positionWidth, k);

@@ -40,6 +40,19 @@ final class KernelArgs {
         }
     }
 
+    /** A piece of a gap stream counts its first gap from {@code firstIndex}, which must not lie past the first position. */
+    static void startsAtOrAfter(MemorySegment positions, int positionWidth, long count, long firstIndex) {
+        if (firstIndex < 0) {
+            throw new IllegalArgumentException("first index " + firstIndex + " is negative");
+        }
+        if (count > 0 && firstIndex > 0) {
+            long p0 = positionWidth == 4 ? positions.get(LE32, 0) & U32_MAX : positions.get(LE64, 0);
+            if (Long.compareUnsigned(p0, firstIndex) < 0) {
+                throw new IllegalArgumentException("first position " + p0 + " lies before the first index " + firstIndex);
+            }
+        }
+    }
+
     static void count(long count) {
         if (count < 0) {
             throw new IllegalArgumentException("negative count " + count);

@@ -1,6 +1,7 @@
 package dev.stitch.kernels;
 
 import java.util.List;
+import java.util.OptionalLong;
 
 /**
  * Chooses the delta kernels once per process: native when the packaged library loads and
@@ -47,6 +48,15 @@ public final class Kernels {
     /** What the loader tried, one line per attempt, for {@code stitch doctor}. */
     public static List<String> loaderAttempts() {
         return NativeLibrary.outcome().attempts();
+    }
+
+    /**
+     * The address of a zstd external sequence producer ({@code ZSTD_sequenceProducer_F}) that finds
+     * no matches, so a context it is registered on codes blocks as Huffman literals only; empty
+     * unless the native kernels are selected.
+     */
+    public static OptionalLong zstdLiteralsProducer() {
+        return Selection.SELECTED instanceof NativeKernels n ? OptionalLong.of(n.zstdLiteralsProducer()) : OptionalLong.empty();
     }
 
     /** Why the selected kernels were selected, in one line. */

@@ -23,6 +23,8 @@ final class NativeKernels implements DeltaKernels {
     private static final Linker LINKER = Linker.nativeLinker();
 
     private final String isa;
+    /** Address of {@code stitch_zstd_literals_only}, a zstd sequence producer. */
+    private final long zstdLiteralsProducer;
     private final MethodHandle countChanged;
     private final MethodHandle diffGather;
     private final MethodHandle containsNaN;
@@ -79,7 +81,7 @@ final class NativeKernels implements DeltaKernels {
         encodeGaps = bind(lookup, "stitch_encode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
         decodeGaps = bind(lookup, "stitch_decode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
         escapedUnits = bind(lookup, "stitch_escaped_gap_units", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG));
-        encodeEscaped = bind(lookup, "stitch_encode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
+        encodeEscaped = bind(lookup, "stitch_encode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG));
         decodeEscaped = bind(lookup, "stitch_decode_escaped_gaps", FunctionDescriptor.of(JAVA_LONG,
             ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS));
         splitPlanes = bind(lookup, "stitch_split_planes", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS));
@@ -104,6 +106,9 @@ final class NativeKernels implements DeltaKernels {
             ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, ADDRESS, ADDRESS));
         xorBytes = bind(lookup, "stitch_xor_bytes", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
         xorWidened = bind(lookup, "stitch_xor_widened", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT));
+        zstdLiteralsProducer = lookup.find("stitch_zstd_literals_only")
+                .orElseThrow(() -> new UnsatisfiedLinkError("symbol stitch_zstd_literals_only missing from the stitch library"))
+                .address();
         streamRead = bind(lookup, "stitch_read_stream", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
         streamFill = bind(lookup, "stitch_fill_stream", FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_INT));
     }
@@ -122,6 +127,11 @@ final class NativeKernels implements DeltaKernels {
             throw e;
         }
         return new IllegalStateException(t);
+    }
+
+    /** Address of the library's literals-only zstd sequence producer, valid for the life of the process. */
+    long zstdLiteralsProducer() {
+        return zstdLiteralsProducer;
     }
 
     @Override
@@ -235,20 +245,22 @@ final class NativeKernels implements DeltaKernels {
     }
 
     @Override
-    public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units) {
+    public long encodeEscapedGaps(MemorySegment positions, int positionWidth, long count, MemorySegment units,
+                                  long firstIndex) {
         KernelArgs.positionWidth(positionWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.writable(units, "gap units");
+        KernelArgs.startsAtOrAfter(positions, positionWidth, count, firstIndex);
         long r;
         try {
             // the kernel checks capacity as it goes, so the positions are read once
-            r = (long) encodeEscaped.invokeExact(positions, positionWidth, count, units, units.byteSize() / 2);
+            r = (long) encodeEscaped.invokeExact(positions, positionWidth, count, units, units.byteSize() / 2, firstIndex);
         } catch (Throwable t) {
             throw rethrow(t);
         }
         if (r < 0) {
-            KernelArgs.holds(units, escapedGapUnits(positions, positionWidth, count), 2, "gap units");
-            throw new IllegalStateException("escaped gap encoding overflowed a buffer that holds every unit");
+            throw new IllegalArgumentException("gap units: " + units.byteSize() / 2 + " units cannot hold the escaped gaps of "
+                    + count + " positions");
         }
         return r;
     }

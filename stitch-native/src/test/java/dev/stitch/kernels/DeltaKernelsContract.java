@@ -312,6 +312,28 @@ public abstract class DeltaKernelsContract {
     }
 
     @Test
+    void escapedGapPiecesCountFromTheirFirstIndex() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(41);
+        for (int trial = 0; trial < 40; trial++) {
+            int pw = trial % 2 == 0 ? 4 : 8;
+            long[] pos = randomPositions(rnd, 1 + rnd.nextInt(500), trial % 3 == 0 ? 300_000 : 50);
+            long first = rnd.nextLong(pos[0] + 1);
+            long[] shifted = Arrays.stream(pos).map(p -> p - first).toArray();
+            short[] expected = escapedOf(shifted);
+            MemorySegment positions = MemorySegment.ofArray(positionsBytes(pos, pw));
+            MemorySegment units = MemorySegment.ofArray(new byte[expected.length * 2]);
+            assertEquals(expected.length, k.encodeEscapedGaps(positions, pw, pos.length, units, first));
+            assertArrayEquals(unitsBytes(expected), units.toArray(ValueLayout.JAVA_BYTE));
+            MemorySegment small = MemorySegment.ofArray(new byte[expected.length * 2 - 2]);
+            assertThrows(IllegalArgumentException.class, () -> k.encodeEscapedGaps(positions, pw, pos.length, small, first));
+        }
+        MemorySegment one = MemorySegment.ofArray(positionsBytes(new long[] {10}, 4));
+        assertThrows(IllegalArgumentException.class,
+                () -> k.encodeEscapedGaps(one, 4, 1, MemorySegment.ofArray(new byte[8]), 11));
+    }
+
+    @Test
     void escapedGapsEdgeCases() {
         DeltaKernels k = kernels();
         // Gaps 65534, 65535, 65536, 131070 (delta-formats.md 4.2) and a first index past 2^32.

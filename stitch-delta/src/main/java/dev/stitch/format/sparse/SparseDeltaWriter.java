@@ -2,6 +2,7 @@ package dev.stitch.format.sparse;
 
 import dev.stitch.protocol.CanonicalJson;
 import dev.stitch.encode.TensorChange;
+import dev.stitch.kernels.Kernels;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
 import dev.stitch.format.WriteResult;
@@ -13,6 +14,7 @@ import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
@@ -212,7 +214,9 @@ public final class SparseDeltaWriter {
         return sb.append(']').toString();
     }
 
-    private Encoded encode(TensorChange c) {
+    private Encoded encode(TensorChange change) {
+        // a change diffed for stitch_delta is decoded here only when the publisher falls back to this format
+        TensorChange c = change.withPositions(Kernels.get(), Arena.ofAuto());
         TensorSpec spec = c.spec();
         Dtype dt = spec.dtype();
         if (dt != Dtype.BF16 && dt != Dtype.F16 && dt != Dtype.F32) {

@@ -264,19 +264,30 @@ public final class StitchDeltaWriter implements AutoCloseable {
                 throw new IllegalArgumentException("tensor name longer than 65535 bytes");
             }
             boolean xor = mode == ValueMode.XOR;
-            MemorySegment values = c.values().asSlice(0, count * w);
-            if (xor != c.xorValues()) {
-                values = convertedValues(c, values, w);
-            }
-            // a gap g costs g / 65535 escape units plus one, and gaps sum to at most numel
-            long maxUnits = count + numel / 65535 + 1;
-            MemorySegment gapUnits = gaps.get(maxUnits * 2);
-            long units = kernels.encodeEscapedGaps(c.positions(), c.positionWidth(), count, gapUnits);
-            long gapBytes = units * 2;
             long valueBytes = count * w;
-            MemorySegment planes = sparsePlanes.get(gapBytes + valueBytes);
-            kernels.splitPlanes(gapUnits, 2, units, planes);
-            kernels.splitPlanes(values, w, count, planes.asSlice(gapBytes, valueBytes));
+            long units;
+            MemorySegment planes;
+            if (c.escaped() != null && xor == c.xorValues()) {
+                // the diff already made the planes, while the changes were in cache
+                units = c.escaped().units();
+                planes = c.escaped().planes();
+            } else {
+                try (Arena decoded = Arena.ofConfined()) {
+                    TensorChange p = c.withPositions(kernels, decoded);
+                    MemorySegment values = p.values().asSlice(0, valueBytes);
+                    if (xor != p.xorValues()) {
+                        values = convertedValues(p, values, w);
+                    }
+                    // a gap g costs g / 65535 escape units plus one, and gaps sum to at most numel
+                    long maxUnits = count + numel / 65535 + 1;
+                    MemorySegment gapUnits = gaps.get(maxUnits * 2);
+                    units = kernels.encodeEscapedGaps(p.positions(), p.positionWidth(), count, gapUnits);
+                    planes = sparsePlanes.get(units * 2 + valueBytes);
+                    kernels.splitPlanes(gapUnits, 2, units, planes);
+                    kernels.splitPlanes(values, w, count, planes.asSlice(units * 2, valueBytes));
+                }
+            }
+            long gapBytes = units * 2;
 
             MemorySegment frames = sparseFrames.get(2 * ZstdFrames.bound(units) + w * ZstdFrames.bound(count));
             List<Stream> sparse = new ArrayList<>(2 + w);
@@ -315,7 +326,7 @@ public final class StitchDeltaWriter implements AutoCloseable {
             if (plane.byteSize() == 0) {
                 return new Stream(CODEC_RAW, room.asSlice(0, 0), 0);
             }
-            long n = compressor.compress(plane, room);
+            long n = compressor.compressPlane(plane, room);
             if (n < plane.byteSize()) {
                 return new Stream(CODEC_ZSTD, room.asSlice(0, n), plane.byteSize());
             }
