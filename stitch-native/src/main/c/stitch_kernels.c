@@ -267,6 +267,15 @@ static int64_t diff_avx512_w2(uint8_t *old, const uint8_t *neu, int64_t bytes, i
         for (; off + 64 <= bytes; off += 64) {
             k = diff_avx512_w2_line(old, neu, off, base, positions, 4, values, 1, 1, k);
         }
+    } else if (pw == 4 && xor_values) {
+        /* the publisher's diff: the snapshot is only read, it advances after the version is durable */
+        for (; off + 64 <= bytes; off += 64) {
+            k = diff_avx512_w2_line(old, neu, off, base, positions, 4, values, 1, 0, k);
+        }
+    } else if (pw == 4 && !update) {
+        for (; off + 64 <= bytes; off += 64) {
+            k = diff_avx512_w2_line(old, neu, off, base, positions, 4, values, 0, 0, k);
+        }
     } else {
         for (; off + 64 <= bytes; off += 64) {
             k = diff_avx512_w2_line(old, neu, off, base, positions, pw, values, xor_values, update, k);
