@@ -118,19 +118,28 @@ public final class ZstdFrames {
             return compress(literals != null && literalsSuit(src) ? literals : ctx, src, dst);
         }
 
-        /** Whether a sample of {@code plane} has no byte above 3/4 of it and an order-0 entropy below 7.5 bits. */
+        /**
+         * Whether a sample of {@code plane} has no byte above 3/4 of it and an order-0 entropy below
+         * 7.5 bits. The sample is 16 evenly spaced runs of 256 bytes: runs cost a few cache lines each,
+         * where single bytes spread over the plane would each cost a miss.
+         */
         static boolean literalsSuit(MemorySegment plane) {
             long size = plane.byteSize();
             if (size < 64) {
                 return false;
             }
-            int n = (int) Math.min(PLANE_SAMPLES, size);
-            long stride = size / n;
+            int runs = 16;
+            int run = (int) Math.min(PLANE_SAMPLES / runs, size / runs);
+            long stride = size / runs;
+            int n = runs * run;
             int[] histogram = new int[256];
             int top = 0;
-            for (int i = 0; i < n; i++) {
-                int c = ++histogram[plane.get(ValueLayout.JAVA_BYTE, i * stride) & 0xFF];
-                top = Math.max(top, c);
+            for (int r = 0; r < runs; r++) {
+                long at = r * stride;
+                for (int i = 0; i < run; i++) {
+                    int c = ++histogram[plane.get(ValueLayout.JAVA_BYTE, at + i) & 0xFF];
+                    top = Math.max(top, c);
+                }
             }
             if (4L * top >= 3L * n) {
                 return false;

@@ -235,10 +235,11 @@ public final class StitchDeltaWriter implements AutoCloseable {
     }
 
     /**
-     * Encodes records with scratch memory and a zstd context kept across records: planes are split
-     * and compressed in native scratch that stays hot, and each record is then copied once into the
-     * encoder's output blocks, where the file write reads it. Not thread-safe; one per worker,
-     * closed once the files are written.
+     * Encodes records with scratch memory and zstd contexts kept across records. Planes come from
+     * the diff or are split in native scratch; a sparse record's streams are compressed straight
+     * into the encoder's output blocks behind room for its header, where the file write reads them.
+     * Only a record that may turn dense compresses both forms in scratch and copies the smaller
+     * once. Not thread-safe; one per worker, closed once the files are written.
      */
     final class RecordEncoder implements AutoCloseable {
         private final DeltaKernels kernels = Kernels.get();
@@ -288,8 +289,13 @@ public final class StitchDeltaWriter implements AutoCloseable {
                 }
             }
             long gapBytes = units * 2;
-
-            MemorySegment frames = sparseFrames.get(2 * ZstdFrames.bound(units) + w * ZstdFrames.bound(count));
+            Hash128 digest = c.newDigest(kernels);
+            long sparseBound = 2 * ZstdFrames.bound(units) + w * ZstdFrames.bound(count);
+            boolean denseCandidate = count * 4 >= numel;
+            int headerLen = headerLength(name, spec, 2 + w);
+            // without a dense alternative to compare, the streams go straight into the record, after its header
+            MemorySegment rec = denseCandidate ? null : output.reserve(headerLen + sparseBound);
+            MemorySegment frames = denseCandidate ? sparseFrames.get(sparseBound) : rec.asSlice(headerLen);
             List<Stream> sparse = new ArrayList<>(2 + w);
             long at = 0;
             for (int b = 0; b < 2; b++) {
@@ -302,26 +308,29 @@ public final class StitchDeltaWriter implements AutoCloseable {
                 at += st.stored.byteSize();
                 sparse.add(st);
             }
-            Hash128 digest = c.newDigest(kernels);
-            if (count * 4 >= numel) {
-                MemorySegment dp = densePlanes.get(numel * w);
-                kernels.splitPlanes(c.newTensor(), w, numel, dp);
-                MemorySegment df = denseFrames.get(w * ZstdFrames.bound(numel));
-                List<Stream> dense = new ArrayList<>(w);
-                long dat = 0;
-                for (int b = 0; b < w; b++) {
-                    Stream st = store(dp.asSlice(b * numel, numel), df.asSlice(dat));
-                    dat += st.stored.byteSize();
-                    dense.add(st);
-                }
-                if (storedBytes(dense) < storedBytes(sparse)) {
-                    return finish(df, name, spec, false, true, numel, 0, digest, dense, numel * w);
-                }
+            if (!denseCandidate) {
+                writeHeader(rec, headerLen, name, spec, xor, false, count, units, digest, sparse);
+                output.keep(headerLen + at);
+                return new Encoded(spec.name(), rec.asSlice(0, headerLen + at), gapBytes + valueBytes);
+            }
+            // a quarter or more of the elements changed: the whole tensor may be smaller
+            MemorySegment dp = densePlanes.get(numel * w);
+            kernels.splitPlanes(c.newTensor(), w, numel, dp);
+            MemorySegment df = denseFrames.get(w * ZstdFrames.bound(numel));
+            List<Stream> dense = new ArrayList<>(w);
+            long dat = 0;
+            for (int b = 0; b < w; b++) {
+                Stream st = store(dp.asSlice(b * numel, numel), df.asSlice(dat));
+                dat += st.stored.byteSize();
+                dense.add(st);
+            }
+            if (storedBytes(dense) < storedBytes(sparse)) {
+                return finish(df, name, spec, false, true, numel, 0, digest, dense, numel * w);
             }
             return finish(frames, name, spec, xor, false, count, units, digest, sparse, gapBytes + valueBytes);
         }
 
-        /** {@code plane} stored at the start of {@code room} (hot scratch): as a zstd frame when that is smaller, else raw. */
+        /** {@code plane} stored at the start of {@code room}: as a zstd frame when that is smaller, else raw. */
         private Stream store(MemorySegment plane, MemorySegment room) {
             if (plane.byteSize() == 0) {
                 return new Stream(CODEC_RAW, room.asSlice(0, 0), 0);
@@ -348,6 +357,14 @@ public final class StitchDeltaWriter implements AutoCloseable {
             int headerLen = headerLength(name, spec, streams.size());
             long body = storedBytes(streams);
             MemorySegment rec = output.allocate(headerLen + body, 8);
+            writeHeader(rec, headerLen, name, spec, xor, dense, count, units, digest, streams);
+            MemorySegment.copy(frames, 0, rec, headerLen, body);
+            return new Encoded(spec.name(), rec, raw);
+        }
+
+        /** The record header, at the start of {@code rec}. */
+        private static void writeHeader(MemorySegment rec, int headerLen, byte[] name, TensorSpec spec, boolean xor,
+                                        boolean dense, long count, long units, Hash128 digest, List<Stream> streams) {
             ByteBuffer b = ByteBuffer.allocate(headerLen).order(ByteOrder.LITTLE_ENDIAN);
             b.putShort((short) name.length).put(name);
             b.put((byte) StitchDeltaFormat.code(spec.dtype()));
@@ -366,8 +383,6 @@ public final class StitchDeltaWriter implements AutoCloseable {
                 b.put((byte) st.codec).putLong(st.stored.byteSize()).putLong(st.raw);
             }
             MemorySegment.copy(b.array(), 0, rec, ValueLayout.JAVA_BYTE, 0, headerLen);
-            MemorySegment.copy(frames, 0, rec, headerLen, body);
-            return new Encoded(spec.name(), rec, raw);
         }
 
         @Override
