@@ -39,7 +39,7 @@ public final class DeltaEncoder implements AutoCloseable {
 
     /** 1 Mi elements per chunk: large enough to amortise scheduling, small enough to balance threads. */
     public static final long DEFAULT_CHUNK_ELEMENTS = 1L << 20;
-    /** New bytes diffed before they are hashed: small enough to still be in L2 when the hash reads them. */
+    /** New bytes per kernel call: the grain at which a chunk checks whether it may hash yet. */
     static final long HASH_SLICE_BYTES = 256L << 10;
     /** Spill memory (a {@link VersionMemory} per worker for chunk outputs) a worker keeps between diffs. */
     private static final long RETAINED_SPILL_BYTES = 64L << 20;
@@ -231,9 +231,9 @@ public final class DeltaEncoder implements AutoCloseable {
     }
 
     /**
-     * Diffs one chunk in slices of {@link #HASH_SLICE_BYTES}, hashing each slice of new bytes right
-     * after its diff while it is still in cache; a chunk whose predecessors in the same tensor are
-     * not hashed yet diffs on and hashes what is left once its turn comes.
+     * Diffs one chunk in slices of {@link #HASH_SLICE_BYTES}; once the chunk's predecessors in the
+     * same tensor are hashed, the kernel hashes each slice while it diffs it; before that the chunk
+     * diffs on and hashes what it skipped once its turn comes.
      */
     private void diffChunk(Chunk c, List<TensorData> sorted, TensorData[] olds, int worker, boolean xor,
                            HashOrder hashes, boolean escapedPlanes) {
@@ -259,12 +259,20 @@ public final class DeltaEncoder implements AutoCloseable {
         for (long s = 0; s < c.count; s += sliceElements) {
             long len = Math.min(sliceElements, c.count - s);
             long from = (c.start + s) * width;
-            n += kernels.diffGather(oldTensor.asSlice(from, len * width), newTensor.asSlice(from, len * width), width,
-                    c.start + s, pos.asSlice(n * positionWidth), positionWidth, val.asSlice(n * width), xor, false);
+            MemorySegment oldSlice = oldTensor.asSlice(from, len * width);
+            MemorySegment newSlice = newTensor.asSlice(from, len * width);
             if (hashes != null && (myTurn || (myTurn = hashes.isTurn(c.tensor, c.ordinal)))) {
-                hashes.stream(c.tensor, kernels).update(
-                        newTensor.asSlice((c.start + hashed) * width, (s + len - hashed) * width));
+                Xxh3Stream stream = hashes.stream(c.tensor, kernels);
+                if (hashed < s) {
+                    stream.update(newTensor.asSlice((c.start + hashed) * width, (s - hashed) * width));
+                }
+                // all before this slice is hashed, so the kernel hashes the slice as it diffs it
+                n += kernels.diffGatherHashing(oldSlice, newSlice, width, c.start + s, pos.asSlice(n * positionWidth),
+                        positionWidth, val.asSlice(n * width), xor, false, stream);
                 hashed = s + len;
+            } else {
+                n += kernels.diffGather(oldSlice, newSlice, width, c.start + s, pos.asSlice(n * positionWidth),
+                        positionWidth, val.asSlice(n * width), xor, false);
             }
         }
         if (hashes != null) {

@@ -43,6 +43,20 @@ public interface DeltaKernels {
                     MemorySegment positions, int positionWidth, MemorySegment values,
                     boolean xorValues, boolean updateSnapshot);
 
+    /**
+     * {@link #diffGather}, also feeding {@code neu} into {@code newBytes}; the result equals a
+     * diffGather followed by {@code newBytes.update(neu)}. The native kernels fuse the two for bf16
+     * (the hash works on the lines the compare already loaded, in the shadow of its memory stalls)
+     * when {@code newBytes} is one of theirs.
+     */
+    default long diffGatherHashing(MemorySegment old, MemorySegment neu, int width, long baseIndex,
+                                   MemorySegment positions, int positionWidth, MemorySegment values,
+                                   boolean xorValues, boolean updateSnapshot, Xxh3Stream newBytes) {
+        long n = diffGather(old, neu, width, baseIndex, positions, positionWidth, values, xorValues, updateSnapshot);
+        newBytes.update(neu);
+        return n;
+    }
+
     /** True if any of {@code count} values of a floating-point {@code dtype} is a NaN (any payload). Integer dtypes never are. */
     boolean containsNaN(MemorySegment values, Dtype dtype, long count);
 

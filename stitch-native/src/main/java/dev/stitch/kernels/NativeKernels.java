@@ -27,6 +27,7 @@ final class NativeKernels implements DeltaKernels {
     private final long zstdLiteralsProducer;
     private final MethodHandle countChanged;
     private final MethodHandle diffGather;
+    private final MethodHandle diffGatherXxh3;
     private final MethodHandle containsNaN;
     private final MethodHandle maxGap;
     private final MethodHandle encodeGaps;
@@ -76,6 +77,8 @@ final class NativeKernels implements DeltaKernels {
         countChanged = bind(lookup, "stitch_count_changed", FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
         diffGather = bind(lookup, "stitch_diff_gather", FunctionDescriptor.of(JAVA_LONG,
             ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        diffGatherXxh3 = bind(lookup, "stitch_diff_gather_xxh3", FunctionDescriptor.of(JAVA_LONG,
+            ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS));
         containsNaN = bind(lookup, "stitch_contains_nan", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         maxGap = bind(lookup, "stitch_max_gap", FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG));
         encodeGaps = bind(lookup, "stitch_encode_gaps", FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS, JAVA_INT));
@@ -162,6 +165,23 @@ final class NativeKernels implements DeltaKernels {
         try {
             return (long) diffGather.invokeExact(old, neu, old.byteSize(), width, baseIndex, positions, positionWidth, values,
                 xorValues ? 1 : 0, updateSnapshot ? 1 : 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    @Override
+    public long diffGatherHashing(MemorySegment old, MemorySegment neu, int width, long baseIndex,
+                                  MemorySegment positions, int positionWidth, MemorySegment values,
+                                  boolean xorValues, boolean updateSnapshot, Xxh3Stream newBytes) {
+        if (!(newBytes instanceof NativeXxh3Stream stream)) {
+            return DeltaKernels.super.diffGatherHashing(old, neu, width, baseIndex, positions, positionWidth, values,
+                    xorValues, updateSnapshot, newBytes);
+        }
+        KernelArgs.diffGather(old, neu, width, baseIndex, positions, positionWidth, values, updateSnapshot);
+        try {
+            return (long) diffGatherXxh3.invokeExact(old, neu, old.byteSize(), width, baseIndex, positions, positionWidth,
+                values, xorValues ? 1 : 0, updateSnapshot ? 1 : 0, stream.stateSeg);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -187,6 +187,54 @@ public abstract class DeltaKernelsContract {
     }
 
     @Test
+    void diffGatherHashingEqualsADiffThenAStreamUpdate() {
+        DeltaKernels k = kernels();
+        SplittableRandom rnd = new SplittableRandom(17);
+        for (int width : WIDTHS) {
+            // below a stripe, whole lines (the fused case for bf16), a ragged end, and long runs
+            for (int n : new int[] {0, 5, 64 / width, 128 / width, 4096 / width + 3, 8192 / width, 70_000}) {
+                // prefixes leave the stream empty, short, ragged, or holding whole stripes back
+                for (int prefix : new int[] {0, 17, 64, 192, 300, 320, 1088}) {
+                    boolean xor = (n + prefix) % 2 == 0;
+                    boolean update = prefix % 3 == 0;
+                    byte[][] p = pair(rnd, width, n, 0.05);
+                    byte[] head = new byte[prefix];
+                    rnd.nextBytes(head);
+                    MemorySegment oldA = MemorySegment.ofArray(p[0].clone());
+                    MemorySegment oldB = MemorySegment.ofArray(p[0].clone());
+                    MemorySegment neu = MemorySegment.ofArray(p[1]);
+                    MemorySegment posA = MemorySegment.ofArray(new byte[n * 4 + 64]);
+                    MemorySegment posB = MemorySegment.ofArray(new byte[n * 4 + 64]);
+                    MemorySegment valA = MemorySegment.ofArray(new byte[n * width + 64]);
+                    MemorySegment valB = MemorySegment.ofArray(new byte[n * width + 64]);
+                    long base = 1000;
+                    Xxh3Stream fused = k.newXxh3Stream().update(MemorySegment.ofArray(head));
+                    long got = k.diffGatherHashing(oldA, neu, width, base, posA, 4, valA, xor, update, fused);
+                    long want = k.diffGather(oldB, neu, width, base, posB, 4, valB, xor, update);
+                    String where = "width " + width + ", n " + n + ", prefix " + prefix;
+                    assertEquals(want, got, where);
+                    assertEquals(-1, posA.mismatch(posB), where);
+                    assertEquals(-1, valA.mismatch(valB), where);
+                    assertEquals(-1, oldA.mismatch(oldB), where);
+                    byte[] all = new byte[prefix + 2 * p[1].length + 5];
+                    System.arraycopy(head, 0, all, 0, prefix);
+                    System.arraycopy(p[1], 0, all, prefix, p[1].length);
+                    assertEquals(Xxh3.hash128(Arrays.copyOf(all, prefix + p[1].length)), fused.digest(), where);
+                    // the stream goes on correctly: the same slice again, then a ragged tail
+                    k.diffGatherHashing(MemorySegment.ofArray(p[0].clone()), neu, width, base, posA, 4, valA, xor, false, fused);
+                    System.arraycopy(p[1], 0, all, prefix + p[1].length, p[1].length);
+                    fused.update(MemorySegment.ofArray(new byte[5]));
+                    assertEquals(Xxh3.hash128(all), fused.digest(), where + ", continued");
+                    // a stream of another implementation is fed too
+                    Xxh3Stream other = Kernels.java().newXxh3Stream().update(MemorySegment.ofArray(head));
+                    k.diffGatherHashing(MemorySegment.ofArray(p[0].clone()), neu, width, base, posA, 4, valA, xor, false, other);
+                    assertEquals(Xxh3.hash128(Arrays.copyOf(all, prefix + p[1].length)), other.digest(), where);
+                }
+            }
+        }
+    }
+
+    @Test
     void diffGatherRejectsBadArguments() {
         DeltaKernels k = kernels();
         MemorySegment a = MemorySegment.ofArray(new byte[16]);
