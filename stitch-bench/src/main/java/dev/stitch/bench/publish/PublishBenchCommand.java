@@ -55,15 +55,15 @@ import picocli.CommandLine.Option;
 @Command(name = "publish",
         mixinStandardHelpOptions = true,
         description = {
-            "Publish and host-apply latency of a synthetic LLaMA-named bf16 model (delta-formats.md 7.1)",
-            "for sparse_delta indices/deltas/deltas_zstd, disk_delta xor/overwrite, stitch_delta",
-            "xor/overwrite and full, at each density, with the bytes written. Right after each timed",
-            "stitch_delta xor publish it times the bare fused encode kernel on the same version and a",
-            "write + fsync of as many bytes, and reports the median of publish_s / (kernel + write)",
-            "(target <= 1.5 at 3%), and",
-            "stitch_delta bytes over deltas_zstd bytes (<= 0.55 xor, <= 0.85",
-            "overwrite). publish_s = diff + encode/compress + write + fsync + manifest + pointer;",
-            "apply_s = host apply of one version (files in page cache): verify, decode, scatter, digest check."
+            "Publish and host-apply latency of a synthetic LLaMA-named bf16 model (delta-formats.md 7.1) for "
+                + "sparse_delta indices/deltas/deltas_zstd, disk_delta xor/overwrite, stitch_delta xor/overwrite "
+                + "and full, at each density, with the bytes written.",
+            "publish_s = diff + encode/compress + write + fsync + manifest + pointer; apply_s = host apply of "
+                + "one version (files in page cache): verify, decode, scatter, digest check.",
+            "Targets: right after each timed stitch_delta xor publish the bare fused encode kernel runs on the "
+                + "same version, with a write + fsync of as many bytes; the median of publish_s / (kernel + write) "
+                + "should be <= 1.5 at 3%%. stitch_delta bytes over deltas_zstd bytes should be <= 0.55 (xor) "
+                + "and <= 0.85 (overwrite)."
         })
 public final class PublishBenchCommand implements BenchSubcommand, Runnable {
 
