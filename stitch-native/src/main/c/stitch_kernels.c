@@ -517,6 +517,25 @@ static void xxh_scramble_avx2(uint64_t *acc, const uint8_t *secret) {
 
 #define AVX512_XXH "avx512f,avx512bw"
 
+/* One XXH3 stripe folded into the accumulators held in a register. */
+__attribute__((target(AVX512_XXH), always_inline))
+static inline __m512i xxh_stripe512(__m512i a, __m512i d, const uint8_t *secret) {
+    __m512i x = _mm512_xor_si512(d, _mm512_loadu_si512((const void *) secret));
+    __m512i m = _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32));
+    return _mm512_add_epi64(a, _mm512_add_epi64(m, _mm512_shuffle_epi32(d, (_MM_PERM_ENUM) _MM_SHUFFLE(1, 0, 3, 2))));
+}
+
+/* The end-of-block scramble of accumulators held in a register. */
+__attribute__((target(AVX512_XXH), always_inline))
+static inline __m512i xxh_scramble512(__m512i a, const uint8_t *secret) {
+    const __m512i prime = _mm512_set1_epi32((int) P32_1);
+    a = _mm512_xor_si512(a, _mm512_srli_epi64(a, 47));
+    a = _mm512_xor_si512(a, _mm512_loadu_si512((const void *) secret));
+    __m512i lo = _mm512_mul_epu32(a, prime);
+    __m512i hi = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), prime);
+    return _mm512_add_epi64(lo, _mm512_slli_epi64(hi, 32));
+}
+
 /* Prefetches 512 bytes ahead: one stream from DRAM otherwise runs at about half the read bandwidth. */
 __attribute__((target(AVX512_XXH)))
 static void xxh_accumulate_avx512(uint64_t *acc, const uint8_t *in, const uint8_t *secret, int64_t stripes) {
@@ -524,23 +543,14 @@ static void xxh_accumulate_avx512(uint64_t *acc, const uint8_t *in, const uint8_
     for (int64_t s = 0; s < stripes; s++) {
         const uint8_t *p = in + 64 * s;
         _mm_prefetch((const char *) (p + 512), _MM_HINT_T0);
-        __m512i d = _mm512_loadu_si512((const void *) p);
-        __m512i x = _mm512_xor_si512(d, _mm512_loadu_si512((const void *) (secret + 8 * s)));
-        __m512i m = _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32));
-        a = _mm512_add_epi64(a, _mm512_add_epi64(m, _mm512_shuffle_epi32(d, (_MM_PERM_ENUM) _MM_SHUFFLE(1, 0, 3, 2))));
+        a = xxh_stripe512(a, _mm512_loadu_si512((const void *) p), secret + 8 * s);
     }
     _mm512_storeu_si512((void *) acc, a);
 }
 
 __attribute__((target(AVX512_XXH)))
 static void xxh_scramble_avx512(uint64_t *acc, const uint8_t *secret) {
-    const __m512i prime = _mm512_set1_epi32((int) P32_1);
-    __m512i a = _mm512_loadu_si512((const void *) acc);
-    a = _mm512_xor_si512(a, _mm512_srli_epi64(a, 47));
-    a = _mm512_xor_si512(a, _mm512_loadu_si512((const void *) secret));
-    __m512i lo = _mm512_mul_epu32(a, prime);
-    __m512i hi = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), prime);
-    _mm512_storeu_si512((void *) acc, _mm512_add_epi64(lo, _mm512_slli_epi64(hi, 32)));
+    _mm512_storeu_si512((void *) acc, xxh_scramble512(_mm512_loadu_si512((const void *) acc), secret));
 }
 
 static xxh_acc_fn xxh_accumulate = xxh_accumulate_scalar;
@@ -905,17 +915,9 @@ static inline int64_t diff_w2_hash_loop(uint8_t *old, const uint8_t *neu, int64_
     uint64_t p = *pos;
     for (int64_t off = 0; off < bytes; off += 64) {
         k = diff_avx512_w2_line(old, neu, off, base, positions, 4, values, xor_values, update, k);
-        __m512i d = _mm512_loadu_si512((const void *) (neu + off));
-        __m512i x = _mm512_xor_si512(d, _mm512_loadu_si512((const void *) (SECRET + 8 * p)));
-        __m512i m = _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32));
-        a = _mm512_add_epi64(a, _mm512_add_epi64(m, _mm512_shuffle_epi32(d, (_MM_PERM_ENUM) _MM_SHUFFLE(1, 0, 3, 2))));
+        a = xxh_stripe512(a, _mm512_loadu_si512((const void *) (neu + off)), SECRET + 8 * p);
         if (++p == 16) {
-            const __m512i prime = _mm512_set1_epi32((int) P32_1);
-            a = _mm512_xor_si512(a, _mm512_srli_epi64(a, 47));
-            a = _mm512_xor_si512(a, _mm512_loadu_si512((const void *) (SECRET + 192 - 64)));
-            __m512i lo = _mm512_mul_epu32(a, prime);
-            __m512i hi = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), prime);
-            a = _mm512_add_epi64(lo, _mm512_slli_epi64(hi, 32));
+            a = xxh_scramble512(a, SECRET + 192 - 64);
             p = 0;
         }
     }

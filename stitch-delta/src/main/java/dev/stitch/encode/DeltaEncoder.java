@@ -9,7 +9,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -45,8 +44,6 @@ public final class DeltaEncoder implements AutoCloseable {
     private static final long RETAINED_SPILL_BYTES = 64L << 20;
 
     private static final long TWO_POW_32 = 1L << 32;
-    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final DeltaKernels kernels;
     private final ChunkRunner runner;
@@ -314,8 +311,8 @@ public final class DeltaEncoder implements AutoCloseable {
         c.positions = gapPlanes.asSlice(0, 2 * u);
         c.values = valuePlanes.asSlice(0, n * width);
         c.units = u;
-        c.firstPosition = readPosition(pos, positionWidth, 0);
-        c.lastPosition = readPosition(pos, positionWidth, n - 1);
+        c.firstPosition = TensorChange.position(pos, positionWidth, 0);
+        c.lastPosition = TensorChange.position(pos, positionWidth, n - 1);
     }
 
     /**
@@ -369,9 +366,6 @@ public final class DeltaEncoder implements AutoCloseable {
         return gap / 65535 + 1;
     }
 
-    private static long readPosition(MemorySegment positions, int positionWidth, long k) {
-        return positionWidth == 4 ? positions.get(U32, 4 * k) & 0xFFFFFFFFL : positions.get(U64, 8 * k);
-    }
 
     /**
      * Brings {@code snapshot} to the weights {@code version} was diffed from: scatters each change's

@@ -5,6 +5,8 @@ import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.tensor.TensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * One changed tensor of a version, as the encoder hands it to a format writer: the sorted changed
@@ -30,6 +32,9 @@ public record TensorChange(TensorSpec spec, long count, MemorySegment positions,
                            MemorySegment values, boolean xorValues, MemorySegment oldTensor, MemorySegment newTensor,
                            Hash128 newDigest, EscapedPlanes escaped) {
 
+    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
     public TensorChange {
         if ((escaped == null) == (positions == null || values == null)) {
             throw new IllegalArgumentException("tensor " + spec.name()
@@ -48,6 +53,16 @@ public record TensorChange(TensorSpec spec, long count, MemorySegment positions,
     public TensorChange(TensorSpec spec, long count, MemorySegment positions, int positionWidth,
                         MemorySegment values, boolean xorValues, MemorySegment oldTensor, MemorySegment newTensor) {
         this(spec, count, positions, positionWidth, values, xorValues, oldTensor, newTensor, null, null);
+    }
+
+    /** Changed element index {@code k}; the change must carry positions. */
+    public long position(long k) {
+        return position(positions, positionWidth, k);
+    }
+
+    /** Index {@code k} of a stream of unsigned little-endian positions of {@code positionWidth} bytes. */
+    public static long position(MemorySegment positions, int positionWidth, long k) {
+        return positionWidth == 4 ? positions.get(U32, 4 * k) & 0xFFFFFFFFL : positions.get(U64, 8 * k);
     }
 
     /** xxh3-128 of the new tensor: the one carried from the diff, or computed now with {@code kernels}. */

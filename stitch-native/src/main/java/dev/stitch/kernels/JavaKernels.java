@@ -193,10 +193,6 @@ final class JavaKernels implements DeltaKernels {
         }
     }
 
-    private static long readPosition(MemorySegment positions, int positionWidth, long k) {
-        return positionWidth == 4 ? positions.get(LE32, k << 2) & 0xFFFF_FFFFL : positions.get(LE64, k << 3);
-    }
-
     @Override
     public boolean containsNaN(MemorySegment values, Dtype dtype, long count) {
         KernelArgs.nanArgs(values, dtype, count);
@@ -233,7 +229,7 @@ final class JavaKernels implements DeltaKernels {
         long prev = -1;
         long max = 0;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             long g = p - prev - 1;
             if (Long.compareUnsigned(g, max) > 0) {
                 max = g;
@@ -252,7 +248,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.writable(gaps, "gaps");
         long prev = -1;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             set(gaps, gapWidth, k * gapWidth, p - prev - 1);
             prev = p;
         }
@@ -276,10 +272,15 @@ final class JavaKernels implements DeltaKernels {
     public long escapedGapUnits(MemorySegment positions, int positionWidth, long count) {
         KernelArgs.positionWidth(positionWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
-        long prev = -1;
+        return escapedUnits(positions, positionWidth, count, 0);
+    }
+
+    /** Units of the escaped gap stream of {@code count} positions whose first gap counts from {@code firstIndex}. */
+    private static long escapedUnits(MemorySegment positions, int positionWidth, long count, long firstIndex) {
+        long prev = firstIndex - 1;
         long units = 0;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             units += Long.divideUnsigned(p - prev - 1, 65535) + 1;
             prev = p;
         }
@@ -292,19 +293,12 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.positionWidth(positionWidth);
         KernelArgs.holds(positions, count, positionWidth, "positions");
         KernelArgs.startsAtOrAfter(positions, positionWidth, count, firstIndex);
-        long needed = 0;
-        long prev = firstIndex - 1;
-        for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
-            needed += Long.divideUnsigned(p - prev - 1, 65535) + 1;
-            prev = p;
-        }
-        KernelArgs.holds(units, needed, 2, "gap units");
+        KernelArgs.holds(units, escapedUnits(positions, positionWidth, count, firstIndex), 2, "gap units");
         KernelArgs.writable(units, "gap units");
-        prev = firstIndex - 1;
+        long prev = firstIndex - 1;
         long u = 0;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             long g = p - prev - 1;
             long escapes = Long.divideUnsigned(g, 65535);
             for (long e = 0; e < escapes; e++) {
@@ -398,7 +392,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
         long limit = dst.byteSize() / width;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             if (Long.compareUnsigned(p, limit) >= 0) {
                 throw KernelArgs.positionOutOfRange(p, limit);
             }
@@ -411,7 +405,7 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.scatter(dst, width, positions, positionWidth, values, count);
         long limit = dst.byteSize() / width;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             if (Long.compareUnsigned(p, limit) >= 0) {
                 throw KernelArgs.positionOutOfRange(p, limit);
             }
@@ -545,7 +539,7 @@ final class JavaKernels implements DeltaKernels {
             long first = off / width;
             long end = (off + n) / width;
             for (; k < count; k++) {
-                long p = readPosition(positions, positionWidth, k);
+                long p = KernelArgs.position(positions, positionWidth, k);
                 if (Long.compareUnsigned(p, end) >= 0) {
                     break;
                 }
@@ -558,7 +552,7 @@ final class JavaKernels implements DeltaKernels {
             h.update(block.asSlice(0, n));
         }
         if (k < count) {
-            throw KernelArgs.positionOutOfRange(readPosition(positions, positionWidth, k), limit);
+            throw KernelArgs.positionOutOfRange(KernelArgs.position(positions, positionWidth, k), limit);
         }
         return h.digest();
     }
@@ -574,7 +568,7 @@ final class JavaKernels implements DeltaKernels {
             long n = Math.min(PATCH_BLOCK, bytes - off);
             long end = (off + n) / width;
             for (; k < count; k++) {
-                long p = readPosition(positions, positionWidth, k);
+                long p = KernelArgs.position(positions, positionWidth, k);
                 if (Long.compareUnsigned(p, end) >= 0) {
                     break;
                 }
@@ -587,7 +581,7 @@ final class JavaKernels implements DeltaKernels {
             h.update(dst.asSlice(off, n));
         }
         if (k < count) {
-            long bad = readPosition(positions, positionWidth, k);
+            long bad = KernelArgs.position(positions, positionWidth, k);
             restoreUndo(dst, width, positions, positionWidth, undo, k);
             throw KernelArgs.positionOutOfRange(bad, bytes / width);
         }
@@ -612,13 +606,13 @@ final class JavaKernels implements DeltaKernels {
         KernelArgs.scatter(dst, width, positions, positionWidth, undo, count);
         long limit = dst.byteSize() / width;
         for (long k = 0; k < count; k++) {
-            long p = readPosition(positions, positionWidth, k);
+            long p = KernelArgs.position(positions, positionWidth, k);
             if (Long.compareUnsigned(p, limit) >= 0) {
                 throw KernelArgs.positionOutOfRange(p, limit);
             }
         }
         for (long k = count - 1; k >= 0; k--) {
-            set(dst, width, readPosition(positions, positionWidth, k) * width, get(undo, width, k * width));
+            set(dst, width, KernelArgs.position(positions, positionWidth, k) * width, get(undo, width, k * width));
         }
     }
 

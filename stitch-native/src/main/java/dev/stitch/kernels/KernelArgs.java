@@ -46,7 +46,7 @@ final class KernelArgs {
             throw new IllegalArgumentException("first index " + firstIndex + " is negative");
         }
         if (count > 0 && firstIndex > 0) {
-            long p0 = positionWidth == 4 ? positions.get(LE32, 0) & U32_MAX : positions.get(LE64, 0);
+            long p0 = position(positions, positionWidth, 0);
             if (Long.compareUnsigned(p0, firstIndex) < 0) {
                 throw new IllegalArgumentException("first position " + p0 + " lies before the first index " + firstIndex);
             }

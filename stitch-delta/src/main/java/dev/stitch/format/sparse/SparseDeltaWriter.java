@@ -43,7 +43,6 @@ public final class SparseDeltaWriter {
 
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final SparseEncoding encoding;
     private final long bufferSize;
@@ -232,7 +231,7 @@ public final class SparseDeltaWriter {
         long maxGap = 0;
         long prev = -1;
         for (int k = 0; k < count; k++) {
-            long i = c.positionWidth() == 4 ? c.positions().get(U32, 4L * k) & 0xFFFFFFFFL : c.positions().get(U64, 8L * k);
+            long i = c.position(k);
             idx[k] = i;
             long gap = i - prev - 1;
             maxGap = Math.max(maxGap, gap);

@@ -51,8 +51,6 @@ public final class StitchDeltaWriter implements AutoCloseable {
     /** Default split point between files. */
     public static final long DEFAULT_MAX_FILE_BYTES = 2L << 30;
 
-    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final ValueMode mode;
     private final long maxFileBytes;
@@ -406,7 +404,7 @@ public final class StitchDeltaWriter implements AutoCloseable {
     private static MemorySegment convertedValues(TensorChange c, MemorySegment values, int w) {
         byte[] conv = values.toArray(ValueLayout.JAVA_BYTE);
         for (int k = 0; k < c.count(); k++) {
-            long p = c.positionWidth() == 4 ? c.positions().get(U32, 4L * k) & 0xFFFFFFFFL : c.positions().get(U64, 8L * k);
+            long p = c.position(k);
             for (int b = 0; b < w; b++) {
                 conv[k * w + b] ^= c.oldTensor().get(ValueLayout.JAVA_BYTE, p * w + b);
             }
