@@ -4,7 +4,7 @@ import dev.stitch.hash.Hash128;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.hash.Xxh3Stream;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;

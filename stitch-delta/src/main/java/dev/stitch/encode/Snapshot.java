@@ -1,10 +1,10 @@
 package dev.stitch.encode;
 
-import dev.stitch.snapshot.HostMemoryAllocator;
-import dev.stitch.snapshot.MemoryPurpose;
-import dev.stitch.snapshot.TensorSnapshot;
+import dev.stitch.memory.BufferAllocator;
+import dev.stitch.memory.MemoryPurpose;
+import dev.stitch.memory.TensorBlock;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -20,32 +20,32 @@ import java.util.function.LongConsumer;
 
 /**
  * The publisher's copy of the last durably published weights, in off-heap memory from a
- * {@link HostMemoryAllocator} (pinned when the publisher asks for it and the memory-lock limit allows):
+ * {@link BufferAllocator} (pinned when the publisher asks for it and the memory-lock limit allows):
  * the base every new version is diffed against (delta-formats.md 1.2 and 1.7). It changes only through
  * {@link DeltaEncoder#advance} after a version is published, or {@link #reseed} after a full-only
  * version. Tensors are kept in ascending byte order of their names.
  */
 public final class Snapshot implements AutoCloseable {
 
-    private final HostMemoryAllocator allocator;
+    private final BufferAllocator allocator;
     private final boolean ownsAllocator;
-    private TensorSnapshot memory;
+    private TensorBlock memory;
     private Map<String, TensorData> tensors = Map.of();
     private long byteSize;
     private boolean closed;
 
-    private Snapshot(HostMemoryAllocator allocator, boolean ownsAllocator) {
+    private Snapshot(BufferAllocator allocator, boolean ownsAllocator) {
         this.allocator = allocator;
         this.ownsAllocator = ownsAllocator;
     }
 
     /** A snapshot without tensors in memory of its own: the first version diffed against it is full-only. */
     public static Snapshot empty() {
-        return new Snapshot(HostMemoryAllocator.unpinned("snapshot"), true);
+        return new Snapshot(BufferAllocator.unpinned("snapshot"), true);
     }
 
     /** A snapshot without tensors whose memory comes from {@code allocator} (which the caller closes after it). */
-    public static Snapshot empty(HostMemoryAllocator allocator) {
+    public static Snapshot empty(BufferAllocator allocator) {
         return new Snapshot(allocator, false);
     }
 
@@ -62,12 +62,12 @@ public final class Snapshot implements AutoCloseable {
     }
 
     /** As {@link #copyOf(Collection)}, with memory from {@code allocator}. */
-    public static Snapshot copyOf(HostMemoryAllocator allocator, Collection<TensorData> tensors) {
+    public static Snapshot copyOf(BufferAllocator allocator, Collection<TensorData> tensors) {
         return copyOf(allocator, tensors, bytes -> { });
     }
 
-    /** As {@link #copyOf(HostMemoryAllocator, Collection)}, reporting copied bytes to {@code copied}. */
-    public static Snapshot copyOf(HostMemoryAllocator allocator, Collection<TensorData> tensors, LongConsumer copied) {
+    /** As {@link #copyOf(BufferAllocator, Collection)}, reporting copied bytes to {@code copied}. */
+    public static Snapshot copyOf(BufferAllocator allocator, Collection<TensorData> tensors, LongConsumer copied) {
         Snapshot s = empty(allocator);
         try {
             s.reseed(tensors, copied);
@@ -97,9 +97,9 @@ public final class Snapshot implements AutoCloseable {
             }
             specs.add(t.spec());
         }
-        // TensorSnapshot lays tensors out in natural name order; handing them over in that order keeps its size exact.
+        // TensorBlock lays tensors out in natural name order; handing them over in that order keeps its size exact.
         specs.sort(Comparator.comparing(TensorSpec::name));
-        TensorSnapshot fresh = TensorSnapshot.allocate(allocator, specs, MemoryPurpose.SNAPSHOT);
+        TensorBlock fresh = TensorBlock.allocate(allocator, specs, MemoryPurpose.SNAPSHOT);
         Map<String, TensorData> copies = new LinkedHashMap<>();
         long total = 0;
         try {
@@ -114,7 +114,7 @@ public final class Snapshot implements AutoCloseable {
             fresh.close();
             throw e;
         }
-        TensorSnapshot old = memory;
+        TensorBlock old = memory;
         memory = fresh;
         tensors = Collections.unmodifiableMap(copies);
         byteSize = total;

@@ -1,4 +1,5 @@
 package dev.stitch.format;
+import dev.stitch.digest.Digests;
 
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;

@@ -22,8 +22,8 @@ import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.Manifest;
-import dev.stitch.snapshot.HostMemoryAllocator;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.memory.BufferAllocator;
+import dev.stitch.digest.WeightsDigest;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
@@ -100,7 +100,7 @@ public final class WeightPublisher implements AutoCloseable {
     /** Holds each version's changes until the snapshot advanced; reused so its pages stay mapped. */
     private final VersionMemory diffMemory;
     private final Snapshot snapshot;
-    private final HostMemoryAllocator memory;
+    private final BufferAllocator memory;
     private final ExecutorService asyncExecutor;
     private final AtomicReference<String> inFlight = new AtomicReference<>();
     private final Object publishLock = new Object();
@@ -108,7 +108,7 @@ public final class WeightPublisher implements AutoCloseable {
     private boolean closed;
     private String broken;
 
-    private WeightPublisher(Builder b, Snapshot snapshot, HostMemoryAllocator memory) {
+    private WeightPublisher(Builder b, Snapshot snapshot, BufferAllocator memory) {
         this.board = b.board;
         this.runId = b.runId;
         this.backends = List.copyOf(b.backends);
@@ -510,7 +510,7 @@ public final class WeightPublisher implements AutoCloseable {
         }
     }
 
-    private static Snapshot seedSnapshot(HostMemoryAllocator memory, Weights w, PublishProgress progress) {
+    private static Snapshot seedSnapshot(BufferAllocator memory, Weights w, PublishProgress progress) {
         long total = w.byteSize();
         AtomicLong copied = new AtomicLong();
         return Snapshot.copyOf(memory, w.tensors(), bytes -> progress.report(0, "seed", copied.addAndGet(bytes), total));
@@ -733,8 +733,8 @@ public final class WeightPublisher implements AutoCloseable {
             if (kernels == null) {
                 kernels = Kernels.get();
             }
-            HostMemoryAllocator memory = pinSnapshot ? HostMemoryAllocator.pinned("stitch-publisher")
-                    : HostMemoryAllocator.unpinned("stitch-publisher");
+            BufferAllocator memory = pinSnapshot ? BufferAllocator.pinned("stitch-publisher")
+                    : BufferAllocator.unpinned("stitch-publisher");
             Snapshot snap = null;
             try {
                 if (seedCheckpoint != null) {

@@ -3,7 +3,7 @@ package dev.stitch.publish;
 import dev.stitch.encode.TensorData;
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

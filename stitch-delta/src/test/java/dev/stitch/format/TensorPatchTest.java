@@ -1,4 +1,5 @@
 package dev.stitch.format;
+import dev.stitch.digest.Digests;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

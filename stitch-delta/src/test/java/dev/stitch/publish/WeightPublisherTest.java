@@ -27,7 +27,7 @@ import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

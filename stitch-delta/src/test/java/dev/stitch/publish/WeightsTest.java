@@ -12,7 +12,7 @@ import ai.djl.ndarray.types.Shape;
 import dev.stitch.encode.TensorData;
 import dev.stitch.safetensors.SafetensorsFormatException;
 import dev.stitch.tensor.Dtype;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.io.IOException;
 import java.lang.foreign.ValueLayout;
 import java.lang.reflect.Proxy;

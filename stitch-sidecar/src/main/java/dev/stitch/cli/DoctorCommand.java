@@ -3,7 +3,7 @@ package dev.stitch.cli;
 import dev.stitch.kernels.CpuFeatures;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.snapshot.MemoryLock;
+import dev.stitch.memory.MemoryLock;
 import java.io.PrintStream;
 import java.util.List;
 import picocli.CommandLine.Command;

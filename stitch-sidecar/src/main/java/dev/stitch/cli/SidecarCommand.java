@@ -2,9 +2,9 @@ package dev.stitch.cli;
 
 import dev.stitch.board.BoardLayout;
 import dev.stitch.engine.SglangSettings;
-import dev.stitch.sidecar.ProxyServer;
-import dev.stitch.sidecar.control.Sidecar;
-import dev.stitch.sidecar.control.SidecarConfig;
+import dev.stitch.sidecar.proxy.ProxyServer;
+import dev.stitch.sidecar.Sidecar;
+import dev.stitch.sidecar.SidecarConfig;
 import dev.stitch.sync.CommitMode;
 import dev.stitch.sync.SyncConfig;
 import java.io.UncheckedIOException;

@@ -2,7 +2,7 @@ package dev.stitch.refengine;
 
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

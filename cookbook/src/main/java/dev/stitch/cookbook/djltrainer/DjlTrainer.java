@@ -13,7 +13,7 @@ import dev.stitch.publish.Weights;
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;

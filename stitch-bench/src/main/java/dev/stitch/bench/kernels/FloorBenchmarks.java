@@ -3,9 +3,9 @@ package dev.stitch.bench.kernels;
 import dev.stitch.cli.ByteSize;
 
 import dev.stitch.kernels.Kernels;
-import dev.stitch.snapshot.HostBuffer;
-import dev.stitch.snapshot.HostMemoryAllocator;
-import dev.stitch.snapshot.MemoryPurpose;
+import dev.stitch.memory.OffHeapBuffer;
+import dev.stitch.memory.BufferAllocator;
+import dev.stitch.memory.MemoryPurpose;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -40,16 +40,16 @@ public class FloorBenchmarks {
     @Param("1g")
     public String size;
 
-    private HostMemoryAllocator allocator;
-    private HostBuffer readBuffer;
-    private HostBuffer fillBuffer;
+    private BufferAllocator allocator;
+    private OffHeapBuffer readBuffer;
+    private OffHeapBuffer fillBuffer;
     private long expected;
     private byte fillValue;
 
     @Setup(Level.Trial)
     public void setUp() {
         long bytes = ByteSize.parse(size);
-        allocator = HostMemoryAllocator.pinned("bench-floor");
+        allocator = BufferAllocator.pinned("bench-floor");
         readBuffer = allocator.allocate(2 * bytes, MemoryPurpose.SCRATCH);
         fillBuffer = allocator.allocate(bytes, MemoryPurpose.SCRATCH);
         // Distinct words so the read's XOR result is checkable; pre-faults every page.

@@ -5,9 +5,9 @@ import dev.stitch.cli.ByteSize;
 import dev.stitch.kernels.ChunkedKernels;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.snapshot.HostBuffer;
-import dev.stitch.snapshot.HostMemoryAllocator;
-import dev.stitch.snapshot.MemoryPurpose;
+import dev.stitch.memory.OffHeapBuffer;
+import dev.stitch.memory.BufferAllocator;
+import dev.stitch.memory.MemoryPurpose;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -86,15 +86,15 @@ public class KernelBenchmarks {
     /** Encode: the snapshot (reset to old before every pass) is diffed against new and updated in place. */
     @State(Scope.Benchmark)
     public static class EncodeState {
-        HostMemoryAllocator allocator;
-        HostBuffer snapshot;
-        HostBuffer positions;
-        HostBuffer values;
+        BufferAllocator allocator;
+        OffHeapBuffer snapshot;
+        OffHeapBuffer positions;
+        OffHeapBuffer values;
         long[] counts;
 
         @Setup(Level.Trial)
         public void allocate(Config c) {
-            allocator = HostMemoryAllocator.pinned("bench-encode");
+            allocator = BufferAllocator.pinned("bench-encode");
             long n = c.workload.sizeBytes / 2;
             snapshot = allocator.allocate(c.workload.sizeBytes, MemoryPurpose.SNAPSHOT);
             positions = allocator.allocate(n * 4, MemoryPurpose.STAGING);
@@ -141,14 +141,14 @@ public class KernelBenchmarks {
     /** Apply: the destination (reset to old, then evicted from cache) receives the escaped-gap stream and values. */
     @State(Scope.Benchmark)
     public static class ApplyState {
-        HostMemoryAllocator allocator;
-        HostBuffer destination;
-        HostBuffer evict;
+        BufferAllocator allocator;
+        OffHeapBuffer destination;
+        OffHeapBuffer evict;
         List<Integer> order;
 
         @Setup(Level.Trial)
         public void allocate(Config c) {
-            allocator = HostMemoryAllocator.pinned("bench-apply");
+            allocator = BufferAllocator.pinned("bench-apply");
             destination = allocator.allocate(c.workload.sizeBytes, MemoryPurpose.STAGING);
             evict = allocator.allocate(evictionBytes(), MemoryPurpose.SCRATCH);
             evict.segment().fill((byte) 1);

@@ -2,9 +2,9 @@ package dev.stitch.bench.kernels;
 
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.snapshot.HostBuffer;
-import dev.stitch.snapshot.HostMemoryAllocator;
-import dev.stitch.snapshot.MemoryPurpose;
+import dev.stitch.memory.OffHeapBuffer;
+import dev.stitch.memory.BufferAllocator;
+import dev.stitch.memory.MemoryPurpose;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -40,15 +40,15 @@ final class KernelWorkload implements AutoCloseable {
     final long sizeBytes;
     final double density;
     final List<Tensor> tensors;
-    final HostMemoryAllocator allocator = HostMemoryAllocator.unpinned("bench-kernels-workload");
-    final HostBuffer old;
-    final HostBuffer neu;
+    final BufferAllocator allocator = BufferAllocator.unpinned("bench-kernels-workload");
+    final OffHeapBuffer old;
+    final OffHeapBuffer neu;
     /** Per tensor, the reference changed positions (u32, local to the tensor) and new values, at the tensor's slot range. */
-    final HostBuffer refPositions;
-    final HostBuffer refValues;
+    final OffHeapBuffer refPositions;
+    final OffHeapBuffer refValues;
     final long[] changed;
     /** Escaped u16 gap streams, one after another, tensor t at {@code unitOffset[t]} with {@code unitCount[t]} units. */
-    final HostBuffer units;
+    final OffHeapBuffer units;
     final long[] unitOffset;
     final long[] unitCount;
     final long nnz;

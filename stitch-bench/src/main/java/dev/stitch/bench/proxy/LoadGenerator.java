@@ -1,6 +1,6 @@
 package dev.stitch.bench.proxy;
 
-import dev.stitch.sidecar.EventLoops;
+import dev.stitch.sidecar.proxy.EventLoops;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;

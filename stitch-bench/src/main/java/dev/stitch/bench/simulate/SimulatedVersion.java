@@ -6,7 +6,7 @@ import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
-import dev.stitch.tensor.WeightsDigest;
+import dev.stitch.digest.WeightsDigest;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;

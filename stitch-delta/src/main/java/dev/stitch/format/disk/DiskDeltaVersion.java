@@ -2,7 +2,7 @@ package dev.stitch.format.disk;
 
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.DeltaFormatException;
-import dev.stitch.format.Digests;
+import dev.stitch.digest.Digests;
 import dev.stitch.format.TensorPatch;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.safetensors.SafetensorsFile;

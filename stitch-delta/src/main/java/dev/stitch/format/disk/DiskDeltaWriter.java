@@ -2,7 +2,7 @@ package dev.stitch.format.disk;
 
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
-import dev.stitch.format.Digests;
+import dev.stitch.digest.Digests;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
 import dev.stitch.format.WriteResult;

@@ -1,7 +1,7 @@
 package dev.stitch.format.stitchdelta;
 
 import dev.stitch.format.DeltaFormatException;
-import dev.stitch.format.Digests;
+import dev.stitch.digest.Digests;
 import dev.stitch.format.TensorPatch;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.hash.Hash128;

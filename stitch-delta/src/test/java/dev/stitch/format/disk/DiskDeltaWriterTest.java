@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.DeltaFormatException;
-import dev.stitch.format.Digests;
+import dev.stitch.digest.Digests;
 import dev.stitch.format.TestChanges;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.ZstdFrames;

@@ -1,0 +1,86 @@
+package dev.stitch.sidecar;
+import dev.stitch.sidecar.control.ControlEndpoints;
+
+import dev.stitch.board.BoardOptions;
+import dev.stitch.board.BulletinBoard;
+import dev.stitch.engine.SglangAdapters;
+import dev.stitch.sidecar.proxy.ProxyServer;
+import dev.stitch.sync.AdmissionGate;
+import dev.stitch.sync.BulletinBoardSource;
+import dev.stitch.sync.EngineAdapter;
+import dev.stitch.sync.SyncBoard;
+import dev.stitch.sync.SyncWorker;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The composition root of one replica's sidecar: board, engine adapter, admission gate, sync worker,
+ * endpoints and the Netty proxy. {@link #start} binds the port before the first catch-up, so a port
+ * clash is reported at once and {@code /health} answers 503 until the catch-up completes.
+ */
+public final class Sidecar implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Sidecar.class);
+
+    private final SidecarConfig config;
+    private final EngineAdapter engine;
+    private final SyncWorker worker;
+    private final ControlEndpoints endpoints;
+    private final ProxyServer proxy;
+
+    private Sidecar(SidecarConfig config, SyncBoard board, EngineAdapter engine, String softwareVersion) {
+        this.config = config;
+        this.engine = engine;
+        AdmissionGate gate = new AdmissionGate(config.sync().bootRunId(), config.sync().bootVersion());
+        this.worker = new SyncWorker(config.sync(), board, engine, gate);
+        this.endpoints = new ControlEndpoints(worker, config.replicaRunId(), softwareVersion);
+        this.proxy = new ProxyServer(config.proxy(), gate, endpoints);
+        this.endpoints.proxyStats(proxy::stats);
+    }
+
+    /** Builds the sidecar with the SGLang adapter of {@code config.engineMode()} and starts it. */
+    public static Sidecar start(SidecarConfig config, String softwareVersion) {
+        EngineAdapter engine = SglangAdapters.create(config.engineMode(), config.engine());
+        return start(config, engine, softwareVersion);
+    }
+
+    /** Starts a sidecar around a given engine adapter. */
+    public static Sidecar start(SidecarConfig config, EngineAdapter engine, String softwareVersion) {
+        BulletinBoard board = BulletinBoard.open(config.boardRoot(), config.layout(), BoardOptions.defaults());
+        Sidecar s = new Sidecar(config, new BulletinBoardSource(board), engine, softwareVersion);
+        s.proxy.start();
+        LOG.info("listening on {}:{}, proxying {} ({} mode, {} commits), board {} ({} layout)",
+                config.proxy().host(), s.proxy.port(), config.proxy().upstream(), config.engineMode(),
+                config.sync().commitMode().label(), config.boardRoot(), config.layout().label());
+        s.worker.start();
+        return s;
+    }
+
+    public SidecarConfig config() {
+        return config;
+    }
+
+    /** The bound port. */
+    public int port() {
+        return proxy.port();
+    }
+
+    public SyncWorker worker() {
+        return worker;
+    }
+
+    public ControlEndpoints endpoints() {
+        return endpoints;
+    }
+
+    public ProxyServer proxy() {
+        return proxy;
+    }
+
+    @Override
+    public void close() {
+        worker.close();
+        proxy.close();
+        engine.close();
+    }
+}

@@ -1,0 +1,38 @@
+package dev.stitch.sidecar;
+
+import dev.stitch.board.BoardLayout;
+import dev.stitch.engine.SglangSettings;
+import dev.stitch.sidecar.proxy.ProxyServer;
+import dev.stitch.sync.SyncConfig;
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Everything {@code stitch sidecar} is configured with (board-and-sidecar.md 8), grouped by the part
+ * that uses it.
+ *
+ * @param proxy        the data plane: listen address, engine URL, routes, limits, timeouts
+ * @param sync         the sync worker: commit mode, polling, drains, backoff, retries, boot state
+ * @param boardRoot    the bulletin board directory
+ * @param layout       its layout
+ * @param engineMode   {@code engine} or {@code host}
+ * @param engine       SGLang paths and options
+ * @param replicaRunId the {@code run_id} label shown in {@code /server_info}, or null
+ */
+public record SidecarConfig(ProxyServer.Config proxy, SyncConfig sync, Path boardRoot, BoardLayout layout,
+                            String engineMode, SglangSettings engine, String replicaRunId) {
+
+    public SidecarConfig {
+        Objects.requireNonNull(proxy, "proxy");
+        Objects.requireNonNull(sync, "sync");
+        Objects.requireNonNull(boardRoot, "boardRoot");
+        Objects.requireNonNull(layout, "layout");
+        Objects.requireNonNull(engine, "engine");
+        if (!"engine".equals(engineMode) && !"host".equals(engineMode)) {
+            throw new IllegalArgumentException("engine mode must be engine or host, not '" + engineMode + "'");
+        }
+        if ("host".equals(engineMode) && (engine.localCheckpointDir() == null || engine.baseCheckpointDir() == null)) {
+            throw new IllegalArgumentException("host mode needs --local-checkpoint and --base-checkpoint");
+        }
+    }
+}

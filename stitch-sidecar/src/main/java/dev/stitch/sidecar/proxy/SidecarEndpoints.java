@@ -1,0 +1,36 @@
+package dev.stitch.sidecar.proxy;
+
+/**
+ * The sidecar-owned routes (board-and-sidecar.md 5), answered by the control plane; the data plane
+ * routes to them without touching the admission gate. Implementations must not block on board I/O.
+ */
+public interface SidecarEndpoints {
+
+    /** {@code GET /health}: readiness. */
+    EndpointResponse health();
+
+    /** {@code GET /server_info}. */
+    EndpointResponse serverInfo();
+
+    /** {@code GET /get_weight_version}. */
+    EndpointResponse weightVersion();
+
+    /** {@code POST /rpc_sync_from_bulletin_board}; {@code body} may be empty. */
+    EndpointResponse rpcSync(byte[] body);
+
+    /** {@code POST /wake}. */
+    EndpointResponse wake();
+
+    /** {@code GET /metrics}: Prometheus text, including the data plane's counters from {@code proxyStats}. */
+    EndpointResponse metrics();
+
+    /** Called by the data plane for every 409 NotReady, with the target version as the wake hint. */
+    void notReady(long targetVersion);
+
+    /** A complete response of a sidecar-owned route. */
+    record EndpointResponse(int status, String contentType, byte[] body) {
+        public static EndpointResponse json(int status, byte[] body) {
+            return new EndpointResponse(status, "application/json", body);
+        }
+    }
+}

@@ -1,0 +1,244 @@
+package dev.stitch.sidecar.proxy;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.pool.AbstractChannelPoolHandler;
+import io.netty.channel.pool.ChannelHealthChecker;
+import io.netty.channel.pool.SimpleChannelPool;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpClientCodec;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObject;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.AttributeKey;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Keep-alive connections to the engine, one pool per event loop so that a proxied exchange runs on
+ * a single thread end to end. Idle connections are closed before the engine's own keep-alive
+ * timeout (uvicorn: 5 s) would race a new request.
+ */
+final class UpstreamPool implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(UpstreamPool.class);
+    static final AttributeKey<Listener> LISTENER = AttributeKey.valueOf("stitch.upstream.listener");
+    private static final int IDLE_CLOSE_S = 4;
+
+    /** Receives the events of the one exchange that currently owns a pooled channel. */
+    interface Listener {
+        void onResponse(Channel ch, HttpObject msg);
+
+        void onClosed(Channel ch);
+
+        void onFailure(Channel ch, Throwable cause);
+    }
+
+    private final URI upstream;
+    private final InetSocketAddress address;
+    private final String hostHeader;
+    private final Duration connectTimeout;
+    private final Map<EventLoop, SimpleChannelPool> pools = new ConcurrentHashMap<>();
+
+    UpstreamPool(URI upstream, Duration connectTimeout) {
+        if (upstream.getHost() == null || !"http".equalsIgnoreCase(upstream.getScheme())) {
+            throw new IllegalArgumentException("upstream URL must be http://host:port, got " + upstream);
+        }
+        this.upstream = upstream;
+        int port = upstream.getPort() < 0 ? 80 : upstream.getPort();
+        this.address = InetSocketAddress.createUnresolved(upstream.getHost(), port);
+        this.hostHeader = upstream.getHost() + (upstream.getPort() < 0 ? "" : ":" + port);
+        this.connectTimeout = connectTimeout;
+    }
+
+    String hostHeader() {
+        return hostHeader;
+    }
+
+    /** The path prefix of the upstream URL (without trailing slash), prepended to forwarded paths. */
+    String basePath() {
+        String p = upstream.getRawPath();
+        if (p == null || p.isEmpty() || p.equals("/")) {
+            return "";
+        }
+        return p.endsWith("/") ? p.substring(0, p.length() - 1) : p;
+    }
+
+    /** Acquires a connected channel on this event loop; the future fails when the engine is unreachable. */
+    Future<Channel> acquire(EventLoop loop) {
+        return pools.computeIfAbsent(loop, this::newPool).acquire();
+    }
+
+    /** Returns a channel whose exchange has completed; a closed channel is dropped by the pool. */
+    void release(Channel ch) {
+        ch.attr(LISTENER).set(null);
+        SimpleChannelPool pool = pools.get(ch.eventLoop());
+        if (pool != null) {
+            pool.release(ch);
+        } else {
+            ch.close();
+        }
+    }
+
+    /** Closes a channel mid-exchange (cancel, cut, timeout) and gives its pool slot back. */
+    void discard(Channel ch) {
+        ch.attr(LISTENER).set(null);
+        ch.close();
+        SimpleChannelPool pool = pools.get(ch.eventLoop());
+        if (pool != null) {
+            pool.release(ch);
+        }
+    }
+
+    /**
+     * Best-effort {@code POST /abort_request {"rid": rid}} (board-and-sidecar.md 4.7); failures are
+     * logged, the call gives up after {@code timeout}.
+     */
+    void abort(EventLoop loop, String rid, Duration timeout) {
+        byte[] body = ("{\"rid\":" + new String(JsonObjectEditor.quote(rid), StandardCharsets.UTF_8) + "}")
+                .getBytes(StandardCharsets.UTF_8);
+        FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
+                basePath() + "/abort_request", Unpooled.wrappedBuffer(body));
+        req.headers().set(HttpHeaderNames.HOST, hostHeader);
+        req.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+        HttpUtil.setContentLength(req, body.length);
+        acquire(loop).addListener(f -> {
+            if (!f.isSuccess()) {
+                ReferenceCountUtil.release(req);
+                LOG.warn("abort_request for rid {} not sent: {}", rid, f.cause().toString());
+                return;
+            }
+            Channel ch = (Channel) f.getNow();
+            var timer = ch.eventLoop().schedule(() -> {
+                LOG.warn("abort_request for rid {} timed out", rid);
+                discard(ch);
+            }, timeout.toMillis(), TimeUnit.MILLISECONDS);
+            ch.attr(LISTENER).set(new Listener() {
+                private boolean keepAlive = true;
+
+                @Override
+                public void onResponse(Channel c, HttpObject msg) {
+                    if (msg instanceof HttpResponse r) {
+                        keepAlive = HttpUtil.isKeepAlive(r);
+                        if (r.status().code() >= 300) {
+                            LOG.warn("abort_request for rid {} answered {}", rid, r.status());
+                        }
+                    }
+                    if (msg instanceof LastHttpContent) {
+                        timer.cancel(false);
+                        if (keepAlive) {
+                            release(c);
+                        } else {
+                            discard(c);
+                        }
+                    }
+                }
+
+                @Override
+                public void onClosed(Channel c) {
+                    timer.cancel(false);
+                    discard(c);
+                }
+
+                @Override
+                public void onFailure(Channel c, Throwable cause) {
+                    timer.cancel(false);
+                    LOG.warn("abort_request for rid {} failed: {}", rid, cause.toString());
+                    discard(c);
+                }
+            });
+            ch.writeAndFlush(req).addListener(w -> {
+                if (!w.isSuccess()) {
+                    timer.cancel(false);
+                    LOG.warn("abort_request for rid {} not sent: {}", rid, w.cause().toString());
+                    discard(ch);
+                }
+            });
+        });
+    }
+
+    private SimpleChannelPool newPool(EventLoop loop) {
+        Bootstrap b = new Bootstrap()
+                .group((EventLoopGroup) loop)
+                .channel(EventLoops.clientChannel())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.SO_KEEPALIVE, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()))
+                .remoteAddress(address);
+        return new SimpleChannelPool(b, new AbstractChannelPoolHandler() {
+            @Override
+            public void channelCreated(Channel ch) {
+                ch.pipeline().addLast(new IdleStateHandler(0, 0, IDLE_CLOSE_S, TimeUnit.SECONDS));
+                ch.pipeline().addLast(new HttpClientCodec(4096, 65536, 65536));
+                ch.pipeline().addLast(new Relay());
+            }
+        }, ChannelHealthChecker.ACTIVE, true, false);
+    }
+
+    @Override
+    public void close() {
+        pools.values().forEach(SimpleChannelPool::close);
+        pools.clear();
+    }
+
+    /** Hands every decoded response object to the channel's current listener. */
+    private static final class Relay extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            Listener l = ctx.channel().attr(LISTENER).get();
+            if (l == null || !(msg instanceof HttpObject h)) {
+                // Bytes after an exchange completed: the connection is out of step, never reuse it.
+                ReferenceCountUtil.release(msg);
+                ctx.close();
+                return;
+            }
+            l.onResponse(ctx.channel(), h);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            Listener l = ctx.channel().attr(LISTENER).get();
+            if (l != null) {
+                l.onClosed(ctx.channel());
+            }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            if (evt instanceof IdleStateEvent && ctx.channel().attr(LISTENER).get() == null) {
+                ctx.close();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            Listener l = ctx.channel().attr(LISTENER).get();
+            if (l != null) {
+                l.onFailure(ctx.channel(), cause);
+            }
+            ctx.close();
+        }
+    }
+}

@@ -1,0 +1,251 @@
+package dev.stitch.sidecar;
+
+import static dev.stitch.sidecar.Http.eventually;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.stitch.board.BoardLayout;
+import dev.stitch.board.BoardOptions;
+import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.engine.SglangSettings;
+import dev.stitch.format.sparse.SparseEncoding;
+import dev.stitch.publish.Backend;
+import dev.stitch.publish.WeightPublisher;
+import dev.stitch.publish.Weights;
+import dev.stitch.refengine.ReferenceEngine;
+import dev.stitch.sidecar.proxy.ProxyServer;
+import dev.stitch.sync.CommitMode;
+import dev.stitch.sync.SyncConfig;
+import dev.stitch.sync.SyncState;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Engine mode over loopback: the reference engine applies slime v1 sparse deltas straight from the
+ * board; the sidecar sends the bodies of board-and-sidecar.md 7.2 and gates traffic around them.
+ */
+class EngineModeLoopbackTest {
+
+    @TempDir
+    Path tmp;
+    private Path boardRoot;
+    private WeightPublisher publisher;
+    private ReferenceEngine engine;
+    private Sidecar sidecar;
+
+    @AfterEach
+    void tearDown() {
+        if (sidecar != null) {
+            sidecar.close();
+        }
+        if (engine != null) {
+            engine.close();
+        }
+        if (publisher != null) {
+            publisher.close();
+        }
+    }
+
+    private void setUp(Duration tokenLatency) throws Exception {
+        Path base = TinyModel.writeCheckpoint(tmp.resolve("base"), 0);
+        boardRoot = tmp.resolve("board");
+        FilesystemBulletinBoard board = FilesystemBulletinBoard.create(boardRoot, "run-a", BoardOptions.defaults());
+        try (Weights seed = TinyModel.weights(0)) {
+            publisher = WeightPublisher.builder().board(board).runId("run-a").backends(Backend.SPARSE_DELTA)
+                    .sparseEncoding(SparseEncoding.INDICES).anchorInterval(0).threads(1).seed(seed).build();
+        }
+        engine = new ReferenceEngine(ReferenceEngine.Config.local(base).withTokenLatency(tokenLatency)).start();
+    }
+
+    private void publish(int version, int step) throws Exception {
+        try (Weights w = TinyModel.weights(step)) {
+            publisher.publish(version, w);
+        }
+    }
+
+    private Sidecar startSidecar(CommitMode mode, double drainTimeoutS) {
+        return startSidecar(mode, drainTimeoutS, null);
+    }
+
+    private Sidecar startSidecar(CommitMode mode, double drainTimeoutS, Path stateDir) {
+        URI upstream = URI.create(engine.url());
+        SidecarConfig config = new SidecarConfig(
+                ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0),
+                SyncConfig.defaults().withCommitMode(mode).withPolling(0, 0).withBackoff(0.1, 0.3)
+                        .withDrain(drainTimeoutS, 5).withBoot(null, 0, stateDir),
+                boardRoot, BoardLayout.STITCH, "engine", SglangSettings.of(upstream, boardRoot), null);
+        sidecar = Sidecar.start(config, "test");
+        return sidecar;
+    }
+
+    private boolean idleAt(long v) throws InterruptedException {
+        return eventually(20_000, () -> sidecar.worker().status().state() == SyncState.IDLE
+                && sidecar.worker().status().currentVersion() == v);
+    }
+
+    @Test
+    void appliesEachVersionInOrderWithTheExactBodies() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        publish(2, 2);
+        startSidecar(CommitMode.QUIESCE, 60);
+        assertTrue(idleAt(2));
+        List<ReferenceEngine.Call> loads = new ArrayList<>();
+        for (ReferenceEngine.Call c : engine.calls("update_weights_from_disk")) {
+            if (!c.json().path("files").isEmpty()) {
+                loads.add(c); // the startup receiver probe sends no files
+            }
+        }
+        assertEquals(2, loads.size(), loads.toString());
+        for (int i = 0; i < 2; i++) {
+            long v = i + 1;
+            JsonNode body = loads.get(i).json();
+            Path dir = boardRoot.resolve(String.format("versions/weight_v%06d", v));
+            List<String> expectedFields = List.of("model_path", "files", "load_format", "weight_version", "flush_cache");
+            List<String> fields = new ArrayList<>();
+            body.fieldNames().forEachRemaining(fields::add);
+            assertEquals(expectedFields, fields);
+            assertEquals(dir.toString(), body.path("model_path").asText());
+            assertEquals("delta", body.path("load_format").asText());
+            assertEquals(Long.toString(v), body.path("weight_version").asText());
+            assertEquals(false, body.path("flush_cache").asBoolean(true));
+            JsonNode manifest = Http.JSON.readTree(Files.readAllBytes(dir.resolve("manifest.json")));
+            assertEquals(manifest.path("transition_files"), body.path("files"));
+        }
+        assertEquals(TinyModel.digest(2), engine.weightsDigest());
+        assertEquals("2", engine.weightVersion());
+
+        // an unchanged checkpoint: a zero-file version is only relabelled
+        engine.clearCalls();
+        publish(3, 2);
+        Http.post(sidecar.port(), "/wake", "");
+        assertTrue(idleAt(3));
+        assertEquals(List.of(), engine.calls("update_weights_from_disk"));
+        assertEquals("{\"new_version\":\"3\",\"abort_all_requests\":false}",
+                engine.calls("update_weight_version").get(0).body());
+    }
+
+    @Test
+    void runSwitchReloadsTheBaseThenAppliesTheNewRun() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        publish(2, 2);
+        startSidecar(CommitMode.IN_PLACE, 60);
+        assertTrue(idleAt(2));
+        assertEquals("run-a", sidecar.worker().status().currentRunId());
+        engine.clearCalls();
+        publisher.close();
+        try (Weights seed = TinyModel.weights(0)) {
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-b").backends(Backend.SPARSE_DELTA)
+                    .anchorInterval(0).threads(1).seed(seed).build();
+        }
+        publish(1, 5);
+        Http.post(sidecar.port(), "/wake", "");
+        assertTrue(eventually(20_000, () -> "run-b".equals(sidecar.worker().status().currentRunId())
+                && sidecar.worker().status().currentVersion() == 1
+                && sidecar.worker().status().state() == SyncState.IDLE));
+        List<ReferenceEngine.Call> loads = engine.calls("update_weights_from_disk");
+        assertEquals("{\"model_path\":" + Http.JSON.writeValueAsString(tmp.resolve("base").toString())
+                + ",\"load_format\":\"auto\",\"weight_version\":\"0\",\"flush_cache\":false}", loads.get(0).body());
+        assertEquals("1", loads.get(1).json().path("weight_version").asText());
+        assertTrue(loads.get(1).json().path("model_path").asText().endsWith("weight_v000001"));
+        assertEquals(TinyModel.digest(5), engine.weightsDigest());
+        Http.Reply r = Http.post(sidecar.port(), "/generate", "{\"text\": \"x\", \"extra_key\": \"k\", "
+                + "\"sampling_params\": {\"max_new_tokens\": 1}, \"weight_version\": {\"exact_version\": 1}}");
+        assertEquals(200, r.status());
+        assertEquals("run-b", r.header("x-stitch-run-id"));
+        assertEquals(TinyModel.digest(5), r.json().path("meta_info").path("weights_digest").asText());
+    }
+
+    @Test
+    void restartAdoptsTheSavedVersionWhenTheEngineStillServesIt() throws Exception {
+        setUp(Duration.ZERO);
+        Path state = tmp.resolve("state");
+        publish(1, 1);
+        startSidecar(CommitMode.QUIESCE, 60, state);
+        assertTrue(idleAt(1));
+        sidecar.close();
+        engine.clearCalls();
+        startSidecar(CommitMode.QUIESCE, 60, state);
+        assertTrue(idleAt(1));
+        assertEquals("run-a", sidecar.worker().status().currentRunId());
+        assertTrue(engine.calls("update_weights_from_disk").stream()
+                .allMatch(c -> c.json().path("files").isEmpty()), "only the receiver probe, no reload");
+        assertEquals(200, Http.get(sidecar.port(), "/health").status());
+    }
+
+    @Test
+    void drainTimeoutPreemptsAStuckRequest() throws Exception {
+        setUp(Duration.ofMillis(50));
+        publish(1, 1);
+        startSidecar(CommitMode.QUIESCE, 0.3);
+        assertTrue(idleAt(1));
+        var stuck = Http.postAsync(sidecar.port(), "/generate", "{\"text\": \"a long one\", \"rid\": \"stuck-1\", "
+                + "\"sampling_params\": {\"max_new_tokens\": 100000}}");
+        assertTrue(eventually(5000, () -> sidecar.worker().status().activeRequests() == 1));
+        publish(2, 2);
+        long t0 = System.nanoTime();
+        Http.post(sidecar.port(), "/rpc_sync_from_bulletin_board", "{\"target_version\": 2}");
+        Http.Reply r = stuck.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(503, r.status(), r.body());
+        assertEquals("RequestPreempted", r.json().path("error").path("type").asText());
+        assertTrue(idleAt(2));
+        assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(10).toNanos());
+        assertTrue(engine.calls("abort_request").stream().anyMatch(c -> c.body().contains("stuck-1")));
+        assertEquals(1, sidecar.worker().status().lastMetrics().get("drain_preempted"));
+        assertEquals(0, sidecar.worker().status().activeRequests());
+    }
+
+    @Test
+    void inPlaceLetsNonExactRequestsCrossTheCommitButNeverExactPins() throws Exception {
+        setUp(Duration.ofMillis(40));
+        publish(1, 1);
+        startSidecar(CommitMode.IN_PLACE, 60);
+        assertTrue(idleAt(1));
+        engine.clearCalls();
+        // a non-exact request in flight does not block an in_place commit and finishes on the new weights
+        var open = Http.postAsync(sidecar.port(), "/generate", "{\"text\": \"x\", "
+                + "\"sampling_params\": {\"max_new_tokens\": 20}, \"weight_version\": {\"min_version\": 1}}");
+        assertTrue(eventually(5000, () -> sidecar.worker().status().activeRequests() == 1));
+        publish(2, 2);
+        Http.post(sidecar.port(), "/wake", "");
+        Http.Reply r = open.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(200, r.status(), r.body());
+        assertTrue(idleAt(2));
+        long start = Long.parseLong(r.header("x-stitch-weight-version-start"));
+        long end = Long.parseLong(r.header("x-stitch-weight-version-end"));
+        assertEquals(1, start);
+        assertEquals(2, end);
+        List<String> order = new ArrayList<>();
+        for (ReferenceEngine.Call c : engine.calls()) {
+            String route = c.route();
+            if (route.equals("pause_generation") || route.equals("continue_generation")
+                    || (route.equals("update_weights_from_disk") && !c.json().path("files").isEmpty())
+                    || route.equals("flush_cache")) {
+                order.add(route);
+            }
+        }
+        assertEquals(List.of("pause_generation", "update_weights_from_disk", "continue_generation"), order);
+
+        // an exact pin in flight holds the commit back until it is done
+        var pinned = Http.postAsync(sidecar.port(), "/generate", "{\"text\": \"x\", "
+                + "\"sampling_params\": {\"max_new_tokens\": 10}, \"weight_version\": {\"exact_version\": 2}}");
+        assertTrue(eventually(5000, () -> sidecar.worker().status().activeRequests() == 1));
+        publish(3, 3);
+        Http.post(sidecar.port(), "/wake", "");
+        Http.Reply p = pinned.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(200, p.status());
+        assertEquals("2", p.header("x-stitch-weight-version-start"));
+        assertEquals("2", p.header("x-stitch-weight-version-end"));
+        assertEquals(TinyModel.digest(2), p.json().path("meta_info").path("weights_digest").asText());
+        assertTrue(idleAt(3));
+    }
+}
