@@ -1,6 +1,6 @@
 package dev.stitch.board;
+import dev.stitch.testing.Fixtures;
 
-import dev.stitch.protocol.Fixtures;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

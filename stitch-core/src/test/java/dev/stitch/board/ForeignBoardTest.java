@@ -1,11 +1,11 @@
 package dev.stitch.board;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.stitch.protocol.Fixtures;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.protocol.ProtocolException;

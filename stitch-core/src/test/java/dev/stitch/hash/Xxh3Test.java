@@ -1,4 +1,5 @@
 package dev.stitch.hash;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -148,12 +149,7 @@ class Xxh3Test {
     }
 
     static Path fixtures() {
-        String prop = System.getProperty("stitch.fixtures");
-        Path p = prop != null ? Path.of(prop) : Path.of("../shared/fixtures");
-        if (!Files.isDirectory(p)) {
-            p = Path.of("../../shared/fixtures");
-        }
-        return p;
+        return Fixtures.root();
     }
 
     private static JsonNode readHeader(Path file) throws IOException {

@@ -1,4 +1,5 @@
 package dev.stitch.apply;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -6,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.stitch.safetensors.Fixtures;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,4 +1,5 @@
 package dev.stitch.apply;
+import dev.stitch.testing.Fixtures;
 
 import static dev.stitch.apply.DiskDeltaApplyTest.copyDir;
 import static dev.stitch.apply.DiskDeltaApplyTest.model;
@@ -19,7 +20,6 @@ import dev.stitch.format.full.FullCheckpointWriter;
 import dev.stitch.format.stitchdelta.StitchDeltaWriter;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.safetensors.Checkpoint;
-import dev.stitch.safetensors.Fixtures;
 import dev.stitch.safetensors.SafetensorsFile;
 import dev.stitch.safetensors.TensorEntry;
 import java.io.IOException;

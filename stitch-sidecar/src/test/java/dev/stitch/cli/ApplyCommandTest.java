@@ -1,4 +1,5 @@
 package dev.stitch.cli;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -41,8 +42,7 @@ class ApplyCommandTest {
     Path tmp;
 
     static Path fixtures() {
-        String p = System.getProperty("stitch.fixtures");
-        return p != null && Files.isDirectory(Path.of(p)) ? Path.of(p) : Path.of("../shared/fixtures");
+        return Fixtures.root();
     }
 
     static Path copyDir(Path src, Path dst) throws IOException {

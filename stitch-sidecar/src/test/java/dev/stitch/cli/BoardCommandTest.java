@@ -1,4 +1,5 @@
 package dev.stitch.cli;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -12,7 +13,6 @@ import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.ManifestFields;
 import dev.stitch.board.VersionPublication;
 import dev.stitch.protocol.ArtifactKind;
-import dev.stitch.protocol.Fixtures;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

@@ -1,4 +1,5 @@
 package dev.stitch.engine;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -26,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
 class SglangHostAdapterTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Path FIXTURES = Path.of(System.getProperty("stitch.fixtures", "../shared/fixtures"));
+    private static final Path FIXTURES = Fixtures.root();
 
     @TempDir
     Path tmp;

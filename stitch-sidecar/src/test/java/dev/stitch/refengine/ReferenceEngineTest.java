@@ -1,4 +1,5 @@
 package dev.stitch.refengine;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -31,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** The reference engine's SGLang surface (board-and-sidecar.md 7.4) over loopback. */
 class ReferenceEngineTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Path FIXTURES = Path.of(System.getProperty("stitch.fixtures", "../shared/fixtures"));
+    private static final Path FIXTURES = Fixtures.root();
     private static final Path SPARSE = FIXTURES.resolve("sparse-v1");
 
     @TempDir

@@ -1,4 +1,5 @@
 package dev.stitch.format.disk;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,7 +13,6 @@ import dev.stitch.format.TestChanges;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.ZstdFrames;
 import dev.stitch.protocol.ArtifactKind;
-import dev.stitch.safetensors.Fixtures;
 import dev.stitch.safetensors.SafetensorsFile;
 import dev.stitch.safetensors.TensorEntry;
 import dev.stitch.tensor.Dtype;

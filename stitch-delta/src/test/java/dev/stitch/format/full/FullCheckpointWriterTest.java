@@ -1,4 +1,5 @@
 package dev.stitch.format.full;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -9,7 +10,6 @@ import dev.stitch.format.WrittenFile;
 import dev.stitch.hash.Xxh3;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.safetensors.Checkpoint;
-import dev.stitch.safetensors.Fixtures;
 import dev.stitch.safetensors.SafetensorsFile;
 import dev.stitch.safetensors.TensorEntry;
 import java.io.IOException;

@@ -1,4 +1,5 @@
 package dev.stitch.format.sparse;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,7 +11,6 @@ import dev.stitch.format.DeltaFormatException;
 import dev.stitch.format.PreconditionFailedException;
 import dev.stitch.format.TestChanges;
 import dev.stitch.format.WriteResult;
-import dev.stitch.safetensors.Fixtures;
 import dev.stitch.safetensors.SafetensorsFile;
 import dev.stitch.safetensors.TensorEntry;
 import dev.stitch.tensor.Dtype;

@@ -1,4 +1,5 @@
 package dev.stitch.sidecar.proxy;
+import dev.stitch.testing.Fixtures;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -20,7 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** The proxy in front of the reference engine: real SSE, real stamps, real aborts. */
 class ProxyWithReferenceEngineTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Path FIXTURES = Path.of(System.getProperty("stitch.fixtures", "../shared/fixtures"));
+    private static final Path FIXTURES = Fixtures.root();
 
     @TempDir
     Path tmp;
