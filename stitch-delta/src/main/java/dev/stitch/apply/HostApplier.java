@@ -56,14 +56,14 @@ import java.util.stream.Stream;
 public final class HostApplier implements AutoCloseable {
 
     /** Directory of the state file and the lock inside the local checkpoint. */
-    public static final String STATE_DIR = ".weight_sync";
+    public static final String STATE_DIR = HostStateFile.DIRECTORY;
 
     /** Sorts malformed-stream findings before digest mismatches in the verify pass's report. */
     private static final String MALFORMED_MARK = "\u0000";
 
     private final Path local;
     private final ForkJoinPool pool;
-    private final Path stateFile;
+    private final HostStateFile stateFile;
     private final FileChannel lockChannel;
     private final FileLock lock;
     private HostState state;
@@ -71,7 +71,7 @@ public final class HostApplier implements AutoCloseable {
     private HostApplier(Path local, int threads, FileChannel lockChannel, FileLock lock, HostState state) {
         this.local = local;
         this.pool = new ForkJoinPool(threads);
-        this.stateFile = local.resolve(STATE_DIR).resolve("state.json");
+        this.stateFile = HostStateFile.of(local);
         this.lockChannel = lockChannel;
         this.lock = lock;
         this.state = state;
@@ -110,7 +110,7 @@ public final class HostApplier implements AutoCloseable {
             throw new IOException(dir.resolve("lock") + " is held by another process or applier");
         }
         try {
-            return new HostApplier(local, threads, ch, lock, HostState.read(dir.resolve("state.json")));
+            return new HostApplier(local, threads, ch, lock, HostStateFile.of(local).read());
         } catch (IOException | RuntimeException e) {
             lock.release();
             ch.close();
@@ -636,7 +636,7 @@ public final class HostApplier implements AutoCloseable {
     }
 
     private void writeState() throws IOException {
-        AtomicFiles.DURABLE.write(stateFile, state.toBytes());
+        stateFile.write(state);
     }
 
     @Override

@@ -51,7 +51,7 @@ class HostApplierTest {
                 List<TensorChange> changes = new ArrayList<>(TestChanges.diff(old, neu, mode == ValueMode.XOR).values());
                 Path dir = board.resolve(String.format("weight_v%06d", v));
                 WriteResult r = new StitchDeltaWriter(mode, StitchDeltaWriter.DEFAULT_MAX_FILE_BYTES).write(v, changes, dir);
-                steps.add(new VersionStep(v, v - 1, "stitch_delta", dir, r.transitionFiles(), artifacts(r), false, "run-a"));
+                steps.add(new VersionStep(v, v - 1, "run-a", "stitch_delta", null, dir, r.transitionFiles(), List.of(), artifacts(r), false));
             }
         }
         return steps;
@@ -95,8 +95,8 @@ class HostApplierTest {
         }
         assertArrayEquals(before, model(local));
         // the same corruption without a manifest digest is caught by the stream or the tensor digest
-        VersionStep unverified = new VersionStep(1, 0, "stitch_delta", steps.get(0).directory(), steps.get(0).transitionFiles(),
-            Map.of(), false, null);
+        VersionStep unverified = new VersionStep(1, 0, null, "stitch_delta", null, steps.get(0).directory(),
+            steps.get(0).transitionFiles(), List.of(), Map.of(), false);
         try (HostApplier a = HostApplier.open(local)) {
             RefusedVersionException e = assertThrows(RefusedVersionException.class, () -> a.apply(List.of(unverified), ApplyProgress.NONE));
             assertTrue(e.reason() == RefusedVersionException.Reason.CHECKSUM || e.reason() == RefusedVersionException.Reason.MALFORMED);
@@ -123,7 +123,7 @@ class HostApplierTest {
             + 8L * last.spec().shape().length + 8 + 2 + 16;
         bytes[(int) digestAt] ^= 0x01;
         Files.write(f, bytes);
-        VersionStep unverified = new VersionStep(1, 0, "stitch_delta", dir, steps.get(0).transitionFiles(), Map.of(), false, "run-a");
+        VersionStep unverified = new VersionStep(1, 0, "run-a", "stitch_delta", null, dir, steps.get(0).transitionFiles(), List.of(), Map.of(), false);
         Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
         byte[] before = model(local);
         try (HostApplier a = HostApplier.open(local, Integer.parseInt(mt[1]))) {
@@ -220,7 +220,7 @@ class HostApplierTest {
         WriteResult anchor = new FullCheckpointWriter(60_000, Map.of("format", "pt")).write(tensors, deltas.get(0).directory(), "full");
         Map<String, Artifact> arts = new HashMap<>(deltas.get(0).artifacts());
         arts.putAll(artifacts(anchor));
-        VersionStep anchorStep = new VersionStep(1, 0, "stitch_delta", deltas.get(0).directory(), deltas.get(0).transitionFiles(), arts, true, "run-a");
+        VersionStep anchorStep = new VersionStep(1, 0, "run-a", "stitch_delta", null, deltas.get(0).directory(), deltas.get(0).transitionFiles(), List.of(), arts, true);
         Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
         Files.writeString(local.resolve("config.json"), "{}");
         Files.createDirectories(local.resolve(".weight_sync"));
@@ -262,8 +262,8 @@ class HostApplierTest {
                 arts.put(a.get("path").asText(), new Artifact(a.get("kind").asText(), a.get("path").asText(),
                     a.has("size_bytes") ? a.get("size_bytes").asLong() : null, a.has("checksum") ? a.get("checksum").asText() : null, null));
             }
-            steps.add(new VersionStep(v, m.get("base_version").asLong(), m.get("backend").asText(), dir, files, arts, false,
-                m.has("run_id") ? m.get("run_id").asText() : null));
+            steps.add(new VersionStep(v, m.get("base_version").asLong(), m.has("run_id") ? m.get("run_id").asText() : null,
+                m.get("backend").asText(), null, dir, files, List.of(), arts, false));
         }
         Path local = copyDir(Fixtures.path("disk-v2/base"), tmp.resolve("local"));
         try (HostApplier a = HostApplier.open(local)) {

@@ -5,8 +5,6 @@ import dev.stitch.apply.HostApplier;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.BulletinBoard;
 import dev.stitch.encode.TensorData;
-import dev.stitch.protocol.Artifact;
-import dev.stitch.protocol.Manifest;
 import dev.stitch.safetensors.SafetensorsWriter;
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
@@ -132,13 +130,7 @@ final class PublisherFixtures {
     static List<VersionStep> chain(BulletinBoard board, long from, long to) throws IOException {
         List<VersionStep> steps = new ArrayList<>();
         for (long v = from; v <= to; v++) {
-            Manifest m = board.readManifest(v);
-            Map<String, Artifact> arts = new LinkedHashMap<>();
-            for (Artifact a : m.artifacts()) {
-                arts.put(a.path(), a);
-            }
-            steps.add(new VersionStep(v, m.baseVersion(), m.backend(), board.versionDirectory(v), m.transitionFiles(),
-                    arts, m.backend().equals("full"), m.runId()));
+            steps.add(VersionStep.of(board.readManifest(v), board.versionDirectory(v)));
         }
         return steps;
     }

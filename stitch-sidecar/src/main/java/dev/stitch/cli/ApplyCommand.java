@@ -2,25 +2,25 @@ package dev.stitch.cli;
 
 import dev.stitch.apply.ApplyProgress;
 import dev.stitch.apply.ApplyResult;
+import dev.stitch.apply.BoardTail;
+import dev.stitch.apply.ChainPlan;
+import dev.stitch.apply.ChainPlanner;
 import dev.stitch.apply.HostApplier;
+import dev.stitch.apply.HostState;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.ArtifactVerificationException;
 import dev.stitch.board.BulletinBoard;
-import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.protocol.ProtocolException;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalLong;
 import java.util.Set;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -75,22 +75,32 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
             if (target < 0 || target > pointer.version()) {
                 throw new CliFailure("target version " + target + " is not published (the board's latest is " + pointer.version() + ")");
             }
-            long local = applier.version();
-            String dirty = applier.state().dirtyReason();
-            if (dirty == null && applier.state().runId() != null && pointer.runId() != null && !applier.state().runId().equals(pointer.runId())
-                    && local > 0) {
-                dirty = "it holds run " + applier.state().runId() + ", the board is at run " + pointer.runId();
-            }
-            if (dirty == null && local == target) {
+            ChainPlanner planner = new ChainPlanner(maxReplay);
+            HostState state = applier.state();
+            ChainPlanner.Copy copy = new ChainPlanner.Copy(state.runId(), applier.version(), state.dirtyReason());
+            Map<Long, Manifest> manifests = new HashMap<>();
+            BoardTail tail = BoardTail.read(planner, copy, pointer.runId(), target, v -> {
+                Manifest m = board.readManifest(v);
+                manifests.put(v, m);
+                return VersionStep.of(m, board.versionDirectory(v));
+            });
+            ChainPlan plan = planner.plan(copy, pointer.runId(), tail);
+            if (plan instanceof ChainPlan.UpToDate) {
                 System.out.println(checkpoint + " is already at version " + target);
                 return;
             }
-            if (dirty == null && local > target) {
-                dirty = "it is at version " + local + ", newer than the target " + target;
+            if (plan instanceof ChainPlan.Refusal refusal && refusal.kind() == ChainPlan.Refusal.Kind.NO_ANCHOR) {
+                plan = rebuildFromBase(applier, planner, pointer, tail);
             }
-            List<VersionStep> chain = plan(board, pointer, dirty == null ? local : -1, applier);
+            boolean replayable = planner.replayBlocker(copy, pointer.runId(), target) == null;
+            List<VersionStep> steps = switch (plan) {
+                case ChainPlan.Chain c -> verified(board, manifests, c, replayable);
+                case ChainPlan.Refusal refusal -> throw new IllegalStateException(refusal.message());
+                // only after a rebuild for target 0: the base itself is the target
+                case ChainPlan.UpToDate u -> List.of();
+            };
             ApplyProgress progress = System.console() != null ? new TerminalProgress(err) : ApplyProgress.NONE;
-            ApplyResult r = applier.apply(chain, progress);
+            ApplyResult r = applier.apply(steps, progress);
             if (System.console() != null) {
                 err.println();
             }
@@ -111,117 +121,57 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
     }
 
     /**
-     * The chain from {@code local} ({@code -1} = the local files cannot be replayed onto) to the target:
-     * deltas when possible and cheaper, else the newest anchor at or below the target (or a rebuild
-     * from {@code --base}) and the deltas after it. Every used artifact is verified here.
+     * The local files cannot be replayed onto and the board has no anchor at or below the target: with
+     * {@code --base}, rebuild them from the base checkpoint and replay every version from 1.
      */
-    private List<VersionStep> plan(BulletinBoard board, LatestPointer pointer, long local, HostApplier applier) throws IOException {
-        OptionalLong anchor = board.newestAnchorAtOrBelow(target);
-        if (local >= 0) {
-            boolean anchorCloser = anchor.isPresent() && anchor.getAsLong() > local;
-            List<VersionStep> deltas = null;
-            String why = null;
-            try {
-                deltas = deltaPath(board, pointer, local, target);
-                if (anchorCloser) {
-                    long a = anchor.getAsLong();
-                    Manifest am = board.readManifest(a, pointer);
-                    long replayBytes = 0;
-                    for (VersionStep s : deltas) {
-                        if (s.version() <= a) {
-                            replayBytes += transitionBytes(s);
-                        }
-                    }
-                    if (a - local > maxReplay) {
-                        why = "more than " + maxReplay + " versions to replay";
-                    } else if (replayBytes > fullBytes(am)) {
-                        why = "replay is larger than the anchor";
-                    }
-                }
-            } catch (IOException | IllegalStateException e) {
-                if (!anchorCloser) {
-                    throw e;
-                }
-                why = e.getMessage();
-            }
-            if (why == null) {
-                return deltas;
-            }
-            System.err.println("using the anchor at version " + anchor.getAsLong() + ": " + why);
-        }
-        if (anchor.isPresent() && anchor.getAsLong() >= 1) {
-            long a = anchor.getAsLong();
-            List<VersionStep> chain = new ArrayList<>();
-            chain.add(step(board, pointer, a, true));
-            chain.addAll(deltaPath(board, pointer, a, target));
-            return chain;
-        }
+    private ChainPlan rebuildFromBase(HostApplier applier, ChainPlanner planner, LatestPointer pointer, BoardTail tail)
+            throws IOException {
         if (base == null) {
             throw new CliFailure(checkpoint + " cannot be replayed onto and the board has no anchor at or below " + target
                 + "; pass --base BASE_DIR to rebuild it from the base checkpoint");
         }
         System.err.println("rebuilding " + checkpoint + " from the base checkpoint " + base);
         applier.rebuildFrom(base);
-        return deltaPath(board, pointer, 0, target);
+        // without an anchor the walk went all the way down, so the tail read already holds 1..target
+        return planner.plan(ChainPlanner.Copy.clean(null, 0), pointer.runId(), tail);
     }
 
-    /** Versions {@code from+1 .. to}, each verified and chained on the previous. */
-    private List<VersionStep> deltaPath(BulletinBoard board, LatestPointer pointer, long from, long to) throws IOException {
-        List<VersionStep> chain = new ArrayList<>();
-        long prev = from;
-        for (long v = from + 1; v <= to; v++) {
-            VersionStep s = step(board, pointer, v, false);
-            if (s.baseVersion() != prev) {
-                throw new IllegalStateException("version " + v + " builds on " + s.baseVersion() + ", not on " + prev);
-            }
-            if (s.backend().equals("full") && !s.loadAnchor()) {
-                s = step(board, pointer, v, true);
-            }
-            chain.add(s);
-            prev = v;
+    /**
+     * Checks every step of {@code chain} before the checkpoint is touched: a backend the host applier
+     * knows, full artifacts where a checkpoint is loaded, and every used artifact's size and digest. A
+     * delta tail that fails is replaced by its anchor alternative when the board has one.
+     */
+    private List<VersionStep> verified(BulletinBoard board, Map<Long, Manifest> manifests, ChainPlan.Chain chain,
+                                       boolean replayable) throws IOException {
+        if (replayable && chain.reason() != null) {
+            System.err.println("using the anchor at version " + chain.anchor().orElseThrow().version() + ": " + chain.reason());
         }
-        return chain;
-    }
-
-    private VersionStep step(BulletinBoard board, LatestPointer pointer, long v, boolean anchor) throws IOException {
-        Manifest m;
         try {
-            m = board.readManifest(v, pointer);
-        } catch (NoSuchFileException e) {
-            throw new IllegalStateException("version " + v + " has no manifest on the board");
-        }
-        if (!BACKENDS.contains(m.backend())) {
-            throw new IllegalStateException("version " + v + " has backend '" + m.backend() + "', which cannot be applied host-side");
-        }
-        boolean loadFull = anchor || m.backend().equals("full");
-        if (loadFull && !m.isAnchor()) {
-            throw new IllegalStateException("version " + v + " is full-only but carries no full artifacts");
-        }
-        board.verifyArtifacts(m, a -> loadFull ? a.is(ArtifactKind.FULL) : !a.is(ArtifactKind.FULL), requireChecksums);
-        Map<String, Artifact> arts = new HashMap<>();
-        for (Artifact a : m.artifacts()) {
-            arts.put(a.path(), a);
-        }
-        String run = m.runId() != null ? m.runId() : pointer.runId();
-        return new VersionStep(v, m.baseVersion(), m.backend(), board.versionDirectory(v), m.transitionFiles(), arts, loadFull, run);
-    }
-
-    private static long transitionBytes(VersionStep s) {
-        long n = 0;
-        for (Artifact a : s.artifacts().values()) {
-            if (!a.is(ArtifactKind.FULL) && a.sizeBytes() != null) {
-                n += a.sizeBytes();
+            return verify(board, manifests, chain);
+        } catch (IOException | IllegalStateException e) {
+            if (chain.fallback().isEmpty()) {
+                throw e;
             }
+            ChainPlan.Chain viaAnchor = chain.fallback().get();
+            System.err.println("using the anchor at version " + viaAnchor.anchor().orElseThrow().version() + ": " + e.getMessage());
+            return verify(board, manifests, viaAnchor);
         }
-        return n;
     }
 
-    private static long fullBytes(Manifest m) {
-        long n = 0;
-        for (Artifact a : m.artifactsOf(ArtifactKind.FULL)) {
-            n += a.sizeBytes() == null ? 0 : a.sizeBytes();
+    private List<VersionStep> verify(BulletinBoard board, Map<Long, Manifest> manifests, ChainPlan.Chain chain) throws IOException {
+        List<VersionStep> steps = chain.steps();
+        for (VersionStep s : steps) {
+            if (!BACKENDS.contains(s.backend())) {
+                throw new IllegalStateException("version " + s.version() + " has backend '" + s.backend() + "', which cannot be applied host-side");
+            }
+            if (s.loadAnchor() && !s.hasFull()) {
+                throw new IllegalStateException("version " + s.version() + " is full-only but carries no full artifacts");
+            }
+            boolean loadFull = s.loadAnchor();
+            board.verifyArtifacts(manifests.get(s.version()), a -> loadFull ? a.is(ArtifactKind.FULL) : !a.is(ArtifactKind.FULL),
+                requireChecksums);
         }
-        return n;
+        return steps;
     }
 
     /** One status line on a terminal: version, phase, bytes, rate and ETA. */

@@ -2,7 +2,7 @@ package dev.stitch.engine;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.stitch.sync.PlannedVersion;
+import dev.stitch.apply.VersionStep;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -79,12 +79,12 @@ final class SglangEngineAdapter extends SglangAdapter {
         int reloads = 0;
         int labels = 0;
         if (plan.anchor().isPresent()) {
-            PlannedVersion a = plan.anchor().get();
+            VersionStep a = plan.anchor().get();
             client.post("/update_weights_from_disk",
                     reloadBody(engineDirectory(a).resolve("full").toString(), "auto", a.version()));
             reloads++;
         }
-        for (PlannedVersion v : plan.deltas()) {
+        for (VersionStep v : plan.deltas()) {
             if (v.hasTransitionFiles()) {
                 ObjectNode body = SglangClient.object();
                 body.put("model_path", engineDirectory(v).toString());
@@ -111,7 +111,7 @@ final class SglangEngineAdapter extends SglangAdapter {
     }
 
     /** The version directory as the engine sees it. */
-    Path engineDirectory(PlannedVersion v) {
+    Path engineDirectory(VersionStep v) {
         Path dir = v.directory().toAbsolutePath().normalize();
         Path root = settings.boardRoot().toAbsolutePath().normalize();
         if (dir.startsWith(root)) {

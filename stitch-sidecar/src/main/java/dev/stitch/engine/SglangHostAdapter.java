@@ -6,13 +6,11 @@ import dev.stitch.apply.ApplyProgress;
 import dev.stitch.apply.ApplyResult;
 import dev.stitch.apply.HostApplier;
 import dev.stitch.apply.HostState;
+import dev.stitch.apply.HostStateFile;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
-import dev.stitch.protocol.Artifact;
-import dev.stitch.sync.PlannedVersion;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -99,8 +97,8 @@ final class SglangHostAdapter extends SglangAdapter {
      * midway is rebuilt on the next start.
      */
     private void copyBaseInParallel() throws IOException {
-        Path stateFile = local.resolve(HostApplier.STATE_DIR).resolve("state.json");
-        writeState(stateFile, HostState.base().withApplying(0L));
+        HostStateFile stateFile = HostStateFile.of(local);
+        stateFile.write(HostState.base().withApplying(0L));
         List<Path> files;
         try (var list = Files.list(base)) {
             files = list.filter(Files::isRegularFile).filter(p -> !p.getFileName().toString().startsWith("."))
@@ -127,7 +125,7 @@ final class SglangHostAdapter extends SglangAdapter {
         } finally {
             pool.shutdownNow();
         }
-        writeState(stateFile, new HostState(0, null, null, HostState.currentBootId(), baseFingerprint, Map.of()));
+        stateFile.write(new HostState(0, null, null, HostState.currentBootId(), baseFingerprint, Map.of()));
     }
 
     /** Copies {@code src} to a temporary name beside {@code dst}, syncs it and renames it into place. */
@@ -157,17 +155,6 @@ final class SglangHostAdapter extends SglangAdapter {
         }
     }
 
-    private static void writeState(Path file, HostState state) throws IOException {
-        Path tmp = file.resolveSibling("." + file.getFileName() + "." + Long.toHexString(System.nanoTime()) + ".tmp");
-        try (FileChannel out = FileChannel.open(tmp,
-                StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            out.write(ByteBuffer.wrap(state.toBytes()));
-            out.force(true);
-        }
-        Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE,
-                StandardCopyOption.REPLACE_EXISTING);
-    }
-
     /** Why the local copy cannot be used as is, or null. */
     private String rebuildReason(HostState s, boolean weightsPresent) {
         if (!weightsPresent) {
@@ -193,7 +180,7 @@ final class SglangHostAdapter extends SglangAdapter {
 
     @Override
     public long planFrom(long served, String runId, long latest) throws IOException {
-        HostState s = HostState.read(local.resolve(HostApplier.STATE_DIR).resolve("state.json"));
+        HostState s = HostStateFile.of(local).read();
         if (s.dirtyReason() != null || s.version() > latest
                 || (s.runId() != null && !s.runId().equals(runId) && s.version() > 0)) {
             return 0; // stage rebuilds from the base first
@@ -222,9 +209,9 @@ final class SglangHostAdapter extends SglangAdapter {
                 detail.put("rebuilt_from_base", true);
             }
             List<VersionStep> chain = new ArrayList<>();
-            plan.anchor().ifPresent(a -> chain.add(step(a, true, plan.runId())));
-            for (PlannedVersion v : plan.deltas()) {
-                chain.add(step(v, false, plan.runId()));
+            plan.anchor().ifPresent(a -> chain.add(a.asAnchorLoad().inRun(plan.runId())));
+            for (VersionStep v : plan.deltas()) {
+                chain.add(v.inRun(plan.runId()));
             }
             ApplyResult r;
             try {
@@ -247,17 +234,6 @@ final class SglangHostAdapter extends SglangAdapter {
         }
         detail.put("apply_s", (System.nanoTime() - t0) / 1e9);
         return detail;
-    }
-
-    private static VersionStep step(PlannedVersion v, boolean anchor, String runId) {
-        Map<String, Artifact> artifacts = new LinkedHashMap<>();
-        if (v.manifest() != null) {
-            for (Artifact a : v.manifest().artifacts()) {
-                artifacts.put(a.path(), a);
-            }
-        }
-        return new VersionStep(v.version(), v.baseVersion(), anchor ? "full" : v.backend(), v.directory(),
-                anchor ? List.of() : v.transitionFiles(), artifacts, anchor, runId);
     }
 
     /** One reload of the local directory for the whole path. */

@@ -1,5 +1,6 @@
 package dev.stitch.sync;
 
+import dev.stitch.apply.VersionStep;
 import dev.stitch.board.BulletinBoard;
 import dev.stitch.board.VerificationReport;
 import dev.stitch.protocol.Artifact;
@@ -39,27 +40,15 @@ public final class BulletinBoardSource implements SyncBoard {
     }
 
     @Override
-    public PlannedVersion readVersion(long version) throws IOException {
-        Manifest m = board.readManifest(version);
-        long transitionBytes = 0;
-        long fullBytes = 0;
-        for (Artifact a : m.artifacts()) {
-            long size = a.sizeBytes() == null ? 0 : a.sizeBytes();
-            if (a.is(ArtifactKind.FULL)) {
-                fullBytes += size;
-            } else if (a.is(ArtifactKind.TRANSITION) || a.is(ArtifactKind.TRANSITION_META)) {
-                transitionBytes += size;
-            }
-        }
-        return new PlannedVersion(m.version(), m.baseVersion(), m.runId(), m.backend(), m.loadFormat(),
-                board.versionDirectory(version), m.transitionFiles(), m.transitionWeights(), transitionBytes,
-                m.isAnchor(), fullBytes, m);
+    public VersionStep readVersion(long version) throws IOException {
+        return VersionStep.of(board.readManifest(version), board.versionDirectory(version));
     }
 
     @Override
-    public Verification verify(PlannedVersion version, boolean includeFull, boolean requireChecksums)
+    public Verification verify(VersionStep version, boolean includeFull, boolean requireChecksums)
             throws IOException {
-        Manifest m = version.manifest() != null ? version.manifest() : board.readManifest(version.version());
+        // manifests are immutable once published: the one read for planning is the one verified against
+        Manifest m = board.readManifest(version.version());
         // An anchor load uses only the full checkpoint; a replay uses everything but it.
         Predicate<Artifact> used = includeFull ? a -> a.is(ArtifactKind.FULL) : a -> !a.is(ArtifactKind.FULL);
         VerificationReport r = board.verifyArtifacts(m, used, requireChecksums);

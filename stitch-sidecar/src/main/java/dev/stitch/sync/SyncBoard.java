@@ -1,5 +1,6 @@
 package dev.stitch.sync;
 
+import dev.stitch.apply.VersionStep;
 import java.io.IOException;
 
 /**
@@ -28,7 +29,7 @@ public interface SyncBoard {
      * @throws java.nio.file.NoSuchFileException when the version has no manifest (missing or GC'd)
      * @throws IOException                        when it is unreadable or invalid
      */
-    PlannedVersion readVersion(long version) throws IOException;
+    VersionStep readVersion(long version) throws IOException;
 
     /**
      * Verifies every artifact the plan will use from this version (size and digest, 1.3).
@@ -37,7 +38,7 @@ public interface SyncBoard {
      * @return the verified byte count and how many artifacts had no size/checksum
      * @throws IOException describing the first bad artifact
      */
-    Verification verify(PlannedVersion version, boolean includeFull, boolean requireChecksums) throws IOException;
+    Verification verify(VersionStep version, boolean includeFull, boolean requireChecksums) throws IOException;
 
     /** Result of {@link #verify}. */
     record Verification(long bytesVerified, int unverifiedArtifacts) {

@@ -1,8 +1,8 @@
 package dev.stitch.sync;
 
+import java.util.EnumMap;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -14,8 +14,29 @@ public final class SyncMetrics {
     private static final double[] BUCKETS_S = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
         120, 300};
 
-    private final Map<String, LongAdder> passes = new ConcurrentHashMap<>();
-    private final Map<String, LongAdder> commits = new ConcurrentHashMap<>();
+    /** How a sync pass ended; {@link #label()} is the Prometheus label value. */
+    public enum PassOutcome {
+        /** It committed at least once. */
+        OK("ok"),
+        /** The replica was already current. */
+        NOOP("noop"),
+        /** It failed and backs off. */
+        ERROR("error");
+
+        private final String label;
+
+        PassOutcome(String label) {
+            this.label = label;
+        }
+
+        public String label() {
+            return label;
+        }
+    }
+
+    // Filled once for every key and never modified after, so concurrent reads need no locking.
+    private final Map<PassOutcome, LongAdder> passes = filled(PassOutcome.class);
+    private final Map<SyncPlan.Kind, LongAdder> commits = filled(SyncPlan.Kind.class);
     private final LongAdder verifyFailures = new LongAdder();
     private final LongAdder preempted = new LongAdder();
     private final LongAdder unverified = new LongAdder();
@@ -26,12 +47,20 @@ public final class SyncMetrics {
     final Histogram stageDuration = new Histogram();
     final Histogram boardRefresh = new Histogram();
 
-    void pass(String outcome) {
-        passes.computeIfAbsent(outcome, k -> new LongAdder()).increment();
+    private static <K extends Enum<K>> Map<K, LongAdder> filled(Class<K> keys) {
+        Map<K, LongAdder> m = new EnumMap<>(keys);
+        for (K k : keys.getEnumConstants()) {
+            m.put(k, new LongAdder());
+        }
+        return m;
+    }
+
+    void pass(PassOutcome outcome) {
+        passes.get(outcome).increment();
     }
 
     void commit(SyncPlan.Kind kind) {
-        commits.computeIfAbsent(kind.label(), k -> new LongAdder()).increment();
+        commits.get(kind).increment();
     }
 
     void verifyFailure() {
@@ -50,14 +79,12 @@ public final class SyncMetrics {
         appliedBytes.add(n);
     }
 
-    public long passes(String outcome) {
-        LongAdder a = passes.get(outcome);
-        return a == null ? 0 : a.sum();
+    public long passes(PassOutcome outcome) {
+        return passes.get(outcome).sum();
     }
 
     public long commits(SyncPlan.Kind kind) {
-        LongAdder a = commits.get(kind.label());
-        return a == null ? 0 : a.sum();
+        return commits.get(kind).sum();
     }
 
     public long appliedBytes() {
@@ -81,10 +108,14 @@ public final class SyncMetrics {
      * data plane ({@code stitch_drain_preempted_requests_total}), which answers the preempted clients.
      */
     public void appendPrometheus(StringBuilder out) {
-        counterFamily(out, "stitch_sync_passes_total", "Sync passes by outcome.", "outcome", passes,
-                new String[] {"ok", "noop", "error"});
-        counterFamily(out, "stitch_commits_total", "Commits by kind.", "kind", commits,
-                new String[] {"delta", "anchor", "noop", "reset"});
+        header(out, "stitch_sync_passes_total", "Sync passes by outcome.", "counter");
+        for (PassOutcome o : PassOutcome.values()) {
+            labelled(out, "stitch_sync_passes_total", "outcome", o.label(), passes.get(o).sum());
+        }
+        header(out, "stitch_commits_total", "Commits by kind.", "counter");
+        for (SyncPlan.Kind k : SyncPlan.Kind.values()) {
+            labelled(out, "stitch_commits_total", "kind", k.label(), commits.get(k).sum());
+        }
         counter(out, "stitch_artifact_verify_failures_total", "Artifacts that failed size or digest verification.",
                 verifyFailures.sum());
         counter(out, "stitch_unverified_artifacts_total", "Artifacts accepted without size or checksum.",
@@ -98,20 +129,18 @@ public final class SyncMetrics {
         boardRefresh.append(out, "stitch_board_refresh_seconds", "Board refresh and pointer read.");
     }
 
-    private static void counterFamily(StringBuilder out, String name, String help, String label,
-                                      Map<String, LongAdder> values, String[] known) {
+    private static void header(StringBuilder out, String name, String help, String type) {
         out.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        out.append("# TYPE ").append(name).append(" counter\n");
-        for (String k : known) {
-            LongAdder a = values.get(k);
-            out.append(name).append('{').append(label).append("=\"").append(k).append("\"} ")
-                    .append(a == null ? 0 : a.sum()).append('\n');
-        }
+        out.append("# TYPE ").append(name).append(' ').append(type).append('\n');
+    }
+
+    private static void labelled(StringBuilder out, String name, String label, String value, long count) {
+        out.append(name).append('{').append(label).append("=\"").append(value).append("\"} ").append(count)
+                .append('\n');
     }
 
     private static void counter(StringBuilder out, String name, String help, long value) {
-        out.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        out.append("# TYPE ").append(name).append(" counter\n");
+        header(out, name, help, "counter");
         out.append(name).append(' ').append(value).append('\n');
     }
 

@@ -1,6 +1,9 @@
 package dev.stitch.sync;
 
+import dev.stitch.apply.ChainPlan;
+import dev.stitch.apply.VersionStep;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -19,8 +22,8 @@ import java.util.Set;
  * @param touchedWeights   union of the touched tensor names, empty when unknown (see {@link #weightsKnown})
  * @param weightsKnown     false when some version has files but no names
  */
-public record SyncPlan(Kind kind, String runId, long from, long target, Optional<PlannedVersion> anchor,
-                       List<PlannedVersion> deltas, Set<String> touchedWeights, boolean weightsKnown) {
+public record SyncPlan(Kind kind, String runId, long from, long target, Optional<VersionStep> anchor,
+                       List<VersionStep> deltas, Set<String> touchedWeights, boolean weightsKnown) {
 
     public enum Kind {
         DELTA("delta"), ANCHOR("anchor"), NOOP("noop"), RESET("reset");
@@ -46,12 +49,39 @@ public record SyncPlan(Kind kind, String runId, long from, long target, Optional
         return new SyncPlan(Kind.RESET, newRunId, from, 0, Optional.empty(), List.of(), Set.of(), true);
     }
 
+    /**
+     * The plan of a chain towards the pointer of run {@code runId}. A chain without an anchor whose
+     * versions carry no payload files is a label-only no-op unless {@code reload} says the adapter's
+     * copy must be rebuilt anyway.
+     */
+    public static SyncPlan of(ChainPlan.Chain chain, String runId, boolean reload) {
+        if (chain.anchor().isPresent()) {
+            // an anchor load replaces every tensor, so the touched names are not the whole story
+            return new SyncPlan(Kind.ANCHOR, runId, chain.from(), chain.target(), chain.anchor(), chain.deltas(),
+                    Set.of(), false);
+        }
+        Set<String> touched = new LinkedHashSet<>();
+        boolean known = true;
+        boolean empty = !reload;
+        for (VersionStep v : chain.deltas()) {
+            if (v.hasTransitionFiles()) {
+                empty = false;
+                if (v.transitionWeights().isEmpty()) {
+                    known = false;
+                }
+            }
+            touched.addAll(v.transitionWeights());
+        }
+        return new SyncPlan(empty ? Kind.NOOP : Kind.DELTA, runId, chain.from(), chain.target(), Optional.empty(),
+                chain.deltas(), known ? touched : Set.of(), known);
+    }
+
     /** Every version of the plan in apply order (the anchor first). */
-    public List<PlannedVersion> versions() {
+    public List<VersionStep> versions() {
         if (anchor.isEmpty()) {
             return deltas;
         }
-        List<PlannedVersion> all = new ArrayList<>(deltas.size() + 1);
+        List<VersionStep> all = new ArrayList<>(deltas.size() + 1);
         all.add(anchor.get());
         all.addAll(deltas);
         return List.copyOf(all);
@@ -60,7 +90,7 @@ public record SyncPlan(Kind kind, String runId, long from, long target, Optional
     /** Number of transition files over the replayed deltas. */
     public int transitionFileCount() {
         int n = 0;
-        for (PlannedVersion v : deltas) {
+        for (VersionStep v : deltas) {
             n += v.transitionFiles().size();
         }
         return n;

@@ -1,27 +1,13 @@
 package dev.stitch.sync;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -30,8 +16,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The sync worker of board-and-sidecar.md 6: one thread that watches the board, plans and verifies
- * the tail, stages it outside the gate and commits it through the {@link AdmissionGate}.
+ * The sync worker of board-and-sidecar.md 6: one thread that waits for wakes, polls, retries and
+ * probes, watches the board pointer, and runs passes that hand each new version to the
+ * {@link VersionCommitter} (plan, verify, stage, commit through the {@link AdmissionGate}).
  *
  * <p>Everything the request path calls ({@link #wake}, {@link #notReady}, {@link #status}) is
  * non-blocking and does no I/O; all board and engine I/O happens on the worker thread.
@@ -39,14 +26,14 @@ import org.slf4j.LoggerFactory;
 public final class SyncWorker implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(SyncWorker.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
-    static final String STATE_FILE = "sidecar_state.json";
 
     private final SyncConfig config;
     private final SyncBoard board;
     private final EngineAdapter engine;
     private final AdmissionGate gate;
     private final SyncMetrics metrics = new SyncMetrics();
+    private final SidecarStateFile stateFile;
+    private final VersionCommitter committer;
     private final Thread thread;
 
     // Trigger state, guarded by triggerLock; never held across I/O.
@@ -64,10 +51,8 @@ public final class SyncWorker implements AutoCloseable {
     private volatile String lastSyncError;
     private volatile boolean syncTaskActive;
     private volatile boolean ready;
-    private volatile boolean engineConsistent = true;
     private volatile int consecutiveErrors;
     private volatile Double nextRetryAt;
-    private volatile Double lastCommitAt;
     private volatile boolean engineReachable;
     private volatile String latestRunId;
     private volatile long latestSeen;
@@ -87,6 +72,8 @@ public final class SyncWorker implements AutoCloseable {
         this.board = board;
         this.engine = engine;
         this.gate = gate;
+        this.stateFile = new SidecarStateFile(config.stateDir());
+        this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, s -> state = s);
         this.thread = new Thread(this::runLoop, "stitch-sync");
         this.thread.setDaemon(true);
     }
@@ -167,6 +154,7 @@ public final class SyncWorker implements AutoCloseable {
 
     /** The state for {@code /health}, {@code /server_info} and {@code /metrics}. */
     public SyncStatus status() {
+        boolean engineConsistent = committer.engineConsistent();
         boolean isReady = ready && state != SyncState.ERROR && engineConsistent;
         String reason = null;
         if (!ready) {
@@ -178,7 +166,7 @@ public final class SyncWorker implements AutoCloseable {
         }
         return new SyncStatus(gate.currentRunId(), gate.currentVersion(), latestRunId, latestSeen, queuedTarget,
                 wanted, state, lastSyncError, syncTaskActive, isReady, reason, engineConsistent, consecutiveErrors,
-                nextRetryAt, lastCommitAt, engineReachable, gate.state().label(), gate.activeRequests(),
+                nextRetryAt, committer.lastCommitAt(), engineReachable, gate.state().label(), gate.activeRequests(),
                 gate.inflightExactRequests(), gate.inflightExactVersions(), lastMetrics);
     }
 
@@ -247,7 +235,7 @@ public final class SyncWorker implements AutoCloseable {
     }
 
     private void adoptStartupState() {
-        Optional<SavedState> saved = readSavedState();
+        Optional<SidecarStateFile.Saved> saved = stateFile.read();
         if (saved.isPresent()) {
             Optional<String> label;
             try {
@@ -394,13 +382,17 @@ public final class SyncWorker implements AutoCloseable {
                 if (!Objects.equals(pointer.runId(), gate.currentRunId())) {
                     LOG.info("run switch {} -> {}: resetting the engine to the base checkpoint",
                             gate.currentRunId(), pointer.runId());
-                    resetTo(pointer.runId(), m);
+                    committer.resetTo(pointer.runId(), m);
+                    recordMetrics(m, null);
+                    state = SyncState.PREFETCHING;
                     didWork = true;
                     continue;
                 }
-                if (!engineConsistent) {
+                if (!committer.engineConsistent()) {
                     LOG.info("engine weights are in an unknown state: reloading the base checkpoint, then replaying");
-                    resetTo(gate.currentRunId(), m);
+                    committer.resetTo(gate.currentRunId(), m);
+                    recordMetrics(m, null);
+                    state = SyncState.PREFETCHING;
                     didWork = true;
                     continue;
                 }
@@ -412,17 +404,8 @@ public final class SyncWorker implements AutoCloseable {
                     throw new SyncFailure("pointer_rewind: board latest is " + pointer.version() + " (run "
                             + pointer.runId() + ") but this replica serves " + current + "; touching nothing");
                 }
-                SyncPlan plan = planAndVerify(pointer, current, m);
-                state = SyncState.PREPARING;
-                long s0 = System.nanoTime();
-                Map<String, Object> stageDetail = engine.stage(plan);
-                double stageS = seconds(System.nanoTime() - s0);
-                metrics.stageDuration.observe(stageS);
-                m.put("stage_s", stageS);
-                m.put("stage_detail", stageDetail);
-                LOG.info("staged {} plan {} -> {} in {} s", plan.kind().label(), plan.from(), plan.target(),
-                        fmt(stageS));
-                commit(plan, m);
+                SyncPlan plan = committer.planAndVerify(pointer, current, m);
+                committer.stageAndCommit(plan, m);
                 didWork = true;
                 recordMetrics(m, null);
                 state = SyncState.PREFETCHING;
@@ -432,7 +415,7 @@ public final class SyncWorker implements AutoCloseable {
             failedPointer = null;
             lastSyncError = null;
             ready = true;
-            metrics.pass(didWork ? "ok" : "noop");
+            metrics.pass(didWork ? SyncMetrics.PassOutcome.OK : SyncMetrics.PassOutcome.NOOP);
             if (didWork) {
                 LOG.info("caught up at version {} (run {}) in {} s", gate.currentVersion(), gate.currentRunId(),
                         fmt(seconds(System.nanoTime() - passStart)));
@@ -478,7 +461,7 @@ public final class SyncWorker implements AutoCloseable {
         consecutiveErrors = n;
         lastSyncError = message;
         failedPointer = pointer;
-        metrics.pass("error");
+        metrics.pass(SyncMetrics.PassOutcome.ERROR);
         recordMetrics(m, message);
         triggerLock.lock();
         try {
@@ -500,427 +483,17 @@ public final class SyncWorker implements AutoCloseable {
         lastMetrics = Collections.unmodifiableMap(new LinkedHashMap<>(m));
     }
 
-    // ---------------------------------------------------------------- planning (6.3 steps 4-5)
-
-    private SyncPlan planAndVerify(SyncBoard.Pointer pointer, long current, Map<String, Object> m)
-            throws IOException, SyncFailure {
-        long t0 = System.nanoTime();
-        long latest = pointer.version();
-        long served = current;
-        current = Math.min(engine.planFrom(served, pointer.runId(), latest), latest);
-        if (current != served) {
-            LOG.info("planning from version {} (the adapter's staging copy), the engine serves {}", current, served);
-        }
-        boolean reload = current != served;
-        List<PlannedVersion> aboveAnchor = new ArrayList<>(); // anchor..latest, descending
-        List<PlannedVersion> belowAnchor = new ArrayList<>(); // current+1..anchor-1, descending
-        PlannedVersion anchor = null;
-        boolean gapBelowAnchor = false;
-        for (long v = latest; v > current; v--) {
-            PlannedVersion pv;
-            try {
-                pv = board.readVersion(v);
-            } catch (NoSuchFileException e) {
-                if (anchor == null) {
-                    throw new SyncFailure("version " + v + " has no manifest (missing or garbage-collected) and no"
-                            + " anchor above it in " + (current + 1) + ".." + latest);
-                }
-                gapBelowAnchor = true;
-                break;
-            }
-            if (pv.version() != v) {
-                throw new SyncFailure("manifest of version " + v + " says version " + pv.version());
-            }
-            if (anchor == null) {
-                aboveAnchor.add(pv);
-                if (pv.anchor()) {
-                    anchor = pv;
-                    if (anchor.version() - current > config.maxReplayVersions()) {
-                        break; // replay too long: the versions below are never needed
-                    }
-                }
-            } else {
-                belowAnchor.add(pv);
-            }
-        }
-        List<PlannedVersion> ascendingAbove = reversed(aboveAnchor);
-        double manifestS = seconds(System.nanoTime() - t0);
-        m.put("manifest_verify_s", manifestS);
-
-        SyncPlan deltaPlan = null;
-        SyncPlan anchorPlan = null;
-        if (anchor == null) {
-            deltaPlan = buildPlan(pointer, current, Optional.empty(), ascendingAbove, reload);
-        } else {
-            List<PlannedVersion> all = new ArrayList<>(reversed(belowAnchor));
-            all.addAll(ascendingAbove);
-            long replayCount = anchor.version() - current;
-            boolean replayable = !gapBelowAnchor && replayCount <= config.maxReplayVersions()
-                    && all.size() >= replayCount;
-            List<PlannedVersion> replay = replayable ? all.subList(0, (int) replayCount) : List.of();
-            long replayBytes = 0;
-            for (PlannedVersion pv : replay) {
-                replayable &= !"full".equals(pv.backend());
-                replayBytes += pv.transitionBytes();
-            }
-            replayable &= replayBytes <= anchor.fullBytes();
-            if (replayable) {
-                deltaPlan = buildPlan(pointer, current, Optional.empty(), all, reload);
-            }
-            anchorPlan = buildPlan(pointer, anchor.version() - 1, Optional.of(anchor),
-                    ascendingAbove.subList(1, ascendingAbove.size()), true);
-            anchorPlan = new SyncPlan(SyncPlan.Kind.ANCHOR, anchorPlan.runId(), current, anchorPlan.target(),
-                    anchorPlan.anchor(), anchorPlan.deltas(), anchorPlan.touchedWeights(), anchorPlan.weightsKnown());
-        }
-        long v0 = System.nanoTime();
-        SyncPlan chosen;
-        long bytes;
-        if (deltaPlan != null) {
-            try {
-                bytes = verify(deltaPlan, pointer);
-                chosen = deltaPlan;
-            } catch (IOException | SyncFailure e) {
-                if (anchorPlan == null) {
-                    throw e;
-                }
-                LOG.warn("delta path {}..{} failed verification ({}); re-planning through anchor {}", current + 1,
-                        latest, e.getMessage(), anchor.version());
-                bytes = verify(anchorPlan, pointer);
-                chosen = anchorPlan;
-            }
-        } else {
-            bytes = verify(anchorPlan, pointer);
-            chosen = anchorPlan;
-        }
-        double verifyS = seconds(System.nanoTime() - v0);
-        m.put("artifact_verify_s", verifyS);
-        m.put("artifact_bytes_verified", bytes);
-        m.put("target_version", chosen.target());
-        m.put("tail_versions", chosen.versions().size());
-        m.put("tail_transition_files", chosen.transitionFileCount());
-        m.put("tail_weights", chosen.weightsKnown() ? List.copyOf(new TreeSet<>(chosen.touchedWeights()))
-                : null);
-        m.put("anchor_version", chosen.anchor().map(PlannedVersion::version).orElse(null));
-        m.put("plan_kind", chosen.kind().label());
-        LOG.info("plan {}: {} -> {} ({} version(s), {} transition file(s){}); verified {} bytes in {} s",
-                chosen.kind().label(), current, chosen.target(), chosen.versions().size(),
-                chosen.transitionFileCount(),
-                chosen.anchor().map(a -> ", anchor " + a.version()).orElse(""), bytes, fmt(verifyS));
-        return chosen;
-    }
-
-    private SyncPlan buildPlan(SyncBoard.Pointer pointer, long from, Optional<PlannedVersion> anchor,
-                               List<PlannedVersion> deltas, boolean reload) {
-        Set<String> touched = new LinkedHashSet<>();
-        boolean known = true;
-        boolean empty = anchor.isEmpty() && !reload;
-        for (PlannedVersion pv : deltas) {
-            if (pv.hasTransitionFiles()) {
-                empty = false;
-                if (pv.transitionWeights().isEmpty()) {
-                    known = false;
-                }
-            }
-            touched.addAll(pv.transitionWeights());
-        }
-        if (anchor.isPresent()) {
-            known = false; // an anchor load replaces every tensor
-        }
-        SyncPlan.Kind kind = anchor.isPresent() ? SyncPlan.Kind.ANCHOR
-                : empty ? SyncPlan.Kind.NOOP : SyncPlan.Kind.DELTA;
-        return new SyncPlan(kind, pointer.runId(), from, pointer.version(), anchor, deltas,
-                known ? touched : Set.of(), known);
-    }
-
-    /** Step 5: contiguity, run, backend, then every used artifact; returns the bytes verified. */
-    private long verify(SyncPlan plan, SyncBoard.Pointer pointer) throws IOException, SyncFailure {
-        long previous = plan.from();
-        long bytes = 0;
-        int unverified = 0;
-        List<PlannedVersion> all = plan.versions();
-        for (int i = 0; i < all.size(); i++) {
-            PlannedVersion pv = all.get(i);
-            boolean isAnchorLoad = i == 0 && plan.anchor().isPresent();
-            if (!isAnchorLoad && pv.baseVersion() != previous) {
-                throw new SyncFailure("version " + pv.version() + " has base_version " + pv.baseVersion()
-                        + ", expected " + previous + " (the chain is not contiguous)");
-            }
-            if (pv.runId() != null && pointer.runId() != null && !pv.runId().equals(pointer.runId())) {
-                throw new SyncFailure("version " + pv.version() + " belongs to run " + pv.runId()
-                        + ", the board pointer to run " + pointer.runId());
-            }
-            String backend = isAnchorLoad ? "full" : pv.backend();
-            if (!engine.supports(backend) && !(isAnchorLoad && engine.supports(pv.backend()))) {
-                throw new SyncFailure("version " + pv.version() + " needs backend '" + backend
-                        + "', which the " + engine.mode() + "-mode adapter cannot apply");
-            }
-            try {
-                SyncBoard.Verification v = board.verify(pv, isAnchorLoad, config.requireChecksums());
-                bytes += v.bytesVerified();
-                unverified += v.unverifiedArtifacts();
-            } catch (IOException e) {
-                metrics.verifyFailure();
-                throw new SyncFailure("version " + pv.version() + " failed verification: " + e.getMessage());
-            }
-            previous = pv.version();
-        }
-        metrics.unverified(unverified);
-        return bytes;
-    }
-
-    // ---------------------------------------------------------------- commits (6.4)
-
-    private void resetTo(String runId, Map<String, Object> m) throws Exception {
-        SyncPlan plan = SyncPlan.reset(runId, gate.currentVersion());
-        state = SyncState.PREPARING;
-        long s0 = System.nanoTime();
-        Map<String, Object> detail = engine.stageReset();
-        double stageS = seconds(System.nanoTime() - s0);
-        metrics.stageDuration.observe(stageS);
-        m.put("stage_s", stageS);
-        m.put("stage_detail", detail);
-        m.put("plan_kind", "reset");
-        m.put("target_version", 0L);
-        commit(plan, m);
-        recordMetrics(m, null);
-        state = SyncState.PREFETCHING;
-    }
-
-    private void commit(SyncPlan plan, Map<String, Object> m) throws Exception {
-        boolean all = plan.kind() == SyncPlan.Kind.RESET || config.commitMode() == CommitMode.QUIESCE;
-        boolean inPlace = !all;
-        long g0 = System.nanoTime();
-        gate.close(all ? AdmissionGate.State.CLOSED_ALL : AdmissionGate.State.CLOSED_EXACT);
-        state = SyncState.COMMITTING;
-        int[] retriesUsed = {0};
-        try {
-            AdmissionGate.DrainOutcome drain = gate.drain(secondsToNanos(config.drainTimeoutS()),
-                    secondsToNanos(config.abortGraceS()), p -> preempt(p, all));
-            double drainS = seconds(drain.waitNanos());
-            metrics.drainWait.observe(drainS);
-            metrics.preempted(drain.preempted().size());
-            m.put("drain_wait_s", drainS);
-            m.put("drain_preempted", drain.preempted().size());
-            if (plan.kind() == SyncPlan.Kind.NOOP) {
-                long c0 = System.nanoTime();
-                engine.label(plan.target());
-                m.put("commit_s", seconds(System.nanoTime() - c0));
-                m.put("commit_detail", Map.of("label", Long.toString(plan.target())));
-                m.put("skipped_noop_reload", true);
-                flip(plan);
-            } else if (!inPlace) {
-                long f0 = System.nanoTime();
-                engine.flush();
-                m.put("flush_s", seconds(System.nanoTime() - f0));
-                Map<String, Object> detail = commitWithRetries(plan, retriesUsed, m);
-                m.put("commit_detail", detail);
-                m.put("skipped_noop_reload", false);
-                flip(plan);
-            } else {
-                long p0 = System.nanoTime();
-                engine.pause("in_place");
-                double pauseS = seconds(System.nanoTime() - p0);
-                m.put("pause_s", pauseS);
-                long pausedAt = System.nanoTime();
-                boolean failed = true;
-                try {
-                    Map<String, Object> detail = commitWithRetries(plan, retriesUsed, m);
-                    m.put("commit_detail", detail);
-                    m.put("skipped_noop_reload", false);
-                    flip(plan);
-                    failed = false;
-                } finally {
-                    if (failed && !engineConsistent) {
-                        abortQuietly();
-                    }
-                    long r0 = System.nanoTime();
-                    try {
-                        engine.resume();
-                    } finally {
-                        m.put("resume_s", seconds(System.nanoTime() - r0));
-                        metrics.enginePause.observe(seconds(System.nanoTime() - pausedAt) + pauseS);
-                    }
-                }
-            }
-        } finally {
-            gate.reopen();
-            // Steps a mode skips report 0 so that every pass exposes the same keys.
-            for (String key : List.of("flush_s", "pause_s", "commit_s", "resume_s", "drain_wait_s")) {
-                m.putIfAbsent(key, 0.0);
-            }
-            m.putIfAbsent("drain_preempted", 0);
-            m.putIfAbsent("skipped_noop_reload", false);
-            m.putIfAbsent("anchor_version", null);
-            double gateS = seconds(System.nanoTime() - g0);
-            metrics.commitDuration.observe(gateS);
-            m.put("gate_s", gateS);
-            m.put("commit_retries_used", retriesUsed[0]);
-        }
-        LOG.info("committed {} {} -> {} (gate {} s, drain {} s, commit {} s)", plan.kind().label(), plan.from(),
-                plan.target(), fmt((Double) m.get("gate_s")), fmt((Double) m.get("drain_wait_s")),
-                fmt((Double) m.getOrDefault("commit_s", 0.0)));
-    }
-
-    private Map<String, Object> commitWithRetries(SyncPlan plan, int[] retriesUsed, Map<String, Object> m)
-            throws Exception {
-        long c0 = System.nanoTime();
-        Exception last = null;
-        for (int attempt = 0; attempt <= config.commitRetries(); attempt++) {
-            try {
-                Map<String, Object> detail;
-                if (plan.kind() == SyncPlan.Kind.RESET) {
-                    engine.reset();
-                    detail = Map.of();
-                } else {
-                    detail = engine.commit(plan);
-                }
-                m.put("commit_s", seconds(System.nanoTime() - c0));
-                retriesUsed[0] = attempt;
-                if (!engineConsistent) {
-                    engineConsistent = true;
-                    gate.engineConsistent(true);
-                    LOG.info("engine weights are in a known state again");
-                }
-                return detail;
-            } catch (InterruptedException e) {
-                throw e;
-            } catch (Exception e) {
-                last = e;
-                retriesUsed[0] = attempt;
-                LOG.warn("commit {} -> {} attempt {} failed: {}", plan.from(), plan.target(), attempt + 1,
-                        e.getMessage());
-            }
-        }
-        m.put("commit_s", seconds(System.nanoTime() - c0));
-        engineConsistent = false;
-        gate.engineConsistent(false);
-        throw new SyncFailure("commit " + plan.from() + " -> " + plan.target() + " failed after "
-                + (config.commitRetries() + 1) + " attempt(s), engine weights unknown: "
-                + (last == null ? "" : last.getMessage()));
-    }
-
-    private void abortQuietly() {
-        try {
-            engine.pause("abort");
-        } catch (Exception e) {
-            LOG.warn("aborting in-flight requests failed: {}", e.getMessage());
-        }
-    }
-
-    private void preempt(List<AdmissionGate.Preempted> preempted, boolean quiesce) {
-        boolean ridless = false;
-        for (AdmissionGate.Preempted p : preempted) {
-            if (p.rids().isEmpty()) {
-                ridless = true;
-            }
-            for (String rid : p.rids()) {
-                engine.abort(rid);
-            }
-        }
-        if (!preempted.isEmpty()) {
-            LOG.warn("drain timed out after {} s: preempted {} request(s)", config.drainTimeoutS(), preempted.size());
-        }
-        if (ridless && quiesce) {
-            try {
-                engine.pause("abort");
-                engine.resume();
-            } catch (Exception e) {
-                LOG.warn("abort of rid-less requests failed: {}", e.getMessage());
-            }
-        }
-    }
-
-    private void flip(SyncPlan plan) {
-        gate.flip(plan.runId(), plan.target());
-        lastCommitAt = System.currentTimeMillis() / 1000.0;
-        metrics.commit(plan.kind());
-        long applied = 0;
-        for (PlannedVersion pv : plan.deltas()) {
-            applied += pv.transitionBytes();
-        }
-        if (plan.anchor().isPresent()) {
-            applied += plan.anchor().get().fullBytes();
-        }
-        metrics.appliedBytes(applied);
-        saveState(plan.runId(), plan.target());
-    }
-
-    // ---------------------------------------------------------------- persisted state (6.5)
-
-    record SavedState(String runId, long version) {
-    }
-
-    private Optional<SavedState> readSavedState() {
-        if (config.stateDir() == null) {
-            return Optional.empty();
-        }
-        Path file = config.stateDir().resolve(STATE_FILE);
-        if (!Files.exists(file)) {
-            return Optional.empty();
-        }
-        try {
-            JsonNode n = JSON.readTree(file.toFile());
-            if (!n.isObject() || !n.path("version").canConvertToLong()) {
-                LOG.warn("ignoring malformed {}", file);
-                return Optional.empty();
-            }
-            JsonNode run = n.get("run_id");
-            return Optional.of(new SavedState(run == null || run.isNull() ? null : run.asText(),
-                    n.get("version").asLong()));
-        } catch (IOException e) {
-            LOG.warn("ignoring unreadable {}: {}", file, e.getMessage());
-            return Optional.empty();
-        }
-    }
-
-    private void saveState(String runId, long version) {
-        if (config.stateDir() == null) {
-            return;
-        }
-        try {
-            Files.createDirectories(config.stateDir());
-            ObjectNode n = JSON.createObjectNode();
-            n.put("run_id", runId);
-            n.put("version", version);
-            Path file = config.stateDir().resolve(STATE_FILE);
-            Path tmp = config.stateDir().resolve("." + STATE_FILE + "." + Long.toHexString(System.nanoTime())
-                    + ".tmp");
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                ch.write(java.nio.ByteBuffer.wrap(JSON.writeValueAsBytes(n)));
-                ch.force(true);
-            }
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (IOException e) {
-            LOG.warn("could not persist sidecar state: {}", e.getMessage());
-        }
-    }
-
     // ---------------------------------------------------------------- helpers
-
-    private static List<PlannedVersion> reversed(List<PlannedVersion> list) {
-        List<PlannedVersion> r = new ArrayList<>(list);
-        Collections.reverse(r);
-        return r;
-    }
 
     static long secondsToNanos(double s) {
         return (long) (s * 1e9);
     }
 
-    private static double seconds(long nanos) {
+    static double seconds(long nanos) {
         return nanos / 1e9;
     }
 
-    private static String fmt(double s) {
+    static String fmt(double s) {
         return String.format(Locale.ROOT, "%.3f", s);
-    }
-
-    /** A pass failure whose message is the whole story (no stack trace needed). */
-    static final class SyncFailure extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        SyncFailure(String message) {
-            super(message);
-        }
     }
 }

@@ -11,7 +11,6 @@ import dev.stitch.apply.ApplyProgress;
 import dev.stitch.apply.HostApplier;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.FilesystemBulletinBoard;
-import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsWriter;
@@ -94,11 +93,7 @@ class PublishCommandTest {
         Files.copy(baseDir.resolve("model.safetensors"), local.resolve("model.safetensors"));
         List<VersionStep> chain = new ArrayList<>();
         for (long v = 1; v <= 3; v++) {
-            Manifest m = b.readManifest(v);
-            Map<String, Artifact> arts = new LinkedHashMap<>();
-            m.artifacts().forEach(a -> arts.put(a.path(), a));
-            chain.add(new VersionStep(v, m.baseVersion(), m.backend(), b.versionDirectory(v), m.transitionFiles(), arts,
-                    false, m.runId()));
+            chain.add(VersionStep.of(b.readManifest(v), b.versionDirectory(v)));
         }
         try (HostApplier applier = HostApplier.open(local)) {
             applier.apply(chain, ApplyProgress.NONE);

@@ -5,13 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.apply.VersionStep;
+import dev.stitch.protocol.Artifact;
 import dev.stitch.sync.EngineAdapter;
-import dev.stitch.sync.PlannedVersion;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
@@ -39,13 +42,17 @@ class SglangEngineAdapterTest {
         sglang.close();
     }
 
-    private static PlannedVersion version(long v, List<String> files, boolean anchor) {
-        return new PlannedVersion(v, v - 1, null, "sparse_delta", "delta",
-                BOARD.resolve("versions").resolve(String.format("weight_v%06d", v)), files, List.of(), 10, anchor,
-                anchor ? 100 : 0, null);
+    private static VersionStep version(long v, List<String> files, boolean anchor) {
+        Map<String, Artifact> arts = new LinkedHashMap<>();
+        files.forEach(f -> arts.put(f, new Artifact("transition", f, 10L, null, null)));
+        if (anchor) {
+            arts.put("full/model.safetensors", new Artifact("full", "full/model.safetensors", 100L, null, null));
+        }
+        return new VersionStep(v, v - 1, null, "sparse_delta", "delta",
+                BOARD.resolve("versions").resolve(String.format("weight_v%06d", v)), files, List.of(), arts, false);
     }
 
-    private static SyncPlan plan(long from, long to, Optional<PlannedVersion> anchor, List<PlannedVersion> deltas) {
+    private static SyncPlan plan(long from, long to, Optional<VersionStep> anchor, List<VersionStep> deltas) {
         return new SyncPlan(anchor.isPresent() ? SyncPlan.Kind.ANCHOR : SyncPlan.Kind.DELTA, null, from, to, anchor,
                 deltas, Set.of(), false);
     }

@@ -4,6 +4,7 @@ import static dev.stitch.sync.SyncFakes.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.apply.VersionStep;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.ManifestFields;
@@ -68,7 +69,7 @@ class BulletinBoardSyncTest {
         start(board);
         assertTrue(idleAt(2));
         SyncPlan plan = engine.commits.get(0);
-        assertEquals(List.of(1L, 2L), plan.deltas().stream().map(PlannedVersion::version).toList());
+        assertEquals(List.of(1L, 2L), plan.deltas().stream().map(VersionStep::version).toList());
         assertEquals(root.resolve("versions/weight_v000002"), plan.deltas().get(1).directory());
         assertEquals(List.of("rank0000_flush000000.safetensors"), plan.deltas().get(1).transitionFiles());
         assertEquals(java.util.Set.of("w1", "w2"), plan.touchedWeights());

@@ -1,10 +1,13 @@
 package dev.stitch.sync;
 
+import dev.stitch.apply.VersionStep;
+import dev.stitch.protocol.Artifact;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,9 +24,25 @@ final class SyncFakes {
     private SyncFakes() {
     }
 
+    /**
+     * A {@code sparse_delta} version whose transition files share {@code transitionBytes}; a positive
+     * {@code fullBytes} also ships a full checkpoint (an anchor).
+     */
+    static VersionStep step(String run, long v, long base, Path dir, List<String> files, List<String> names,
+                            long transitionBytes, long fullBytes) {
+        Map<String, Artifact> arts = new LinkedHashMap<>();
+        for (String f : files) {
+            arts.put(f, new Artifact("transition", f, transitionBytes / files.size(), null, null));
+        }
+        if (fullBytes > 0) {
+            arts.put("full/model.safetensors", new Artifact("full", "full/model.safetensors", fullBytes, null, null));
+        }
+        return new VersionStep(v, base, run, "sparse_delta", "delta", dir, files, names, arts, false);
+    }
+
     /** A board held in memory; every read is counted and can be made to block. */
     static final class MemoryBoard implements SyncBoard {
-        final Map<Long, PlannedVersion> versions = new ConcurrentHashMap<>();
+        final Map<Long, VersionStep> versions = new ConcurrentHashMap<>();
         final Set<Long> corrupt = ConcurrentHashMap.newKeySet();
         final AtomicInteger pointerReads = new AtomicInteger();
         final AtomicInteger refreshes = new AtomicInteger();
@@ -36,15 +55,14 @@ final class SyncFakes {
             for (int i = 0; i < files; i++) {
                 f.add("rank0000_flush" + String.format("%06d", i) + ".safetensors");
             }
-            versions.put(v, new PlannedVersion(v, v - 1, run, "sparse_delta", "delta", Path.of("/board/v" + v), f,
-                    names, 100L * files, false, 0, null));
+            versions.put(v, step(run, v, v - 1, Path.of("/board/v" + v), f, names, 100L * files, 0));
             pointer = new Pointer(run, v);
         }
 
         /** Publishes an anchor version (full checkpoint of {@code fullBytes}, plus a delta). */
         synchronized void publishAnchor(String run, long v, long fullBytes) {
-            versions.put(v, new PlannedVersion(v, v - 1, run, "sparse_delta", "delta", Path.of("/board/v" + v),
-                    List.of("rank0000_flush000000.safetensors"), List.of("a"), 100, true, fullBytes, null));
+            versions.put(v, step(run, v, v - 1, Path.of("/board/v" + v), List.of("rank0000_flush000000.safetensors"),
+                    List.of("a"), 100, fullBytes));
             pointer = new Pointer(run, v);
         }
 
@@ -67,8 +85,8 @@ final class SyncFakes {
         }
 
         @Override
-        public PlannedVersion readVersion(long version) throws IOException {
-            PlannedVersion pv = versions.get(version);
+        public VersionStep readVersion(long version) throws IOException {
+            VersionStep pv = versions.get(version);
             if (pv == null) {
                 throw new NoSuchFileException("/board/v" + version + "/manifest.json");
             }
@@ -76,7 +94,7 @@ final class SyncFakes {
         }
 
         @Override
-        public Verification verify(PlannedVersion version, boolean includeFull, boolean requireChecksums)
+        public Verification verify(VersionStep version, boolean includeFull, boolean requireChecksums)
                 throws IOException {
             if (corrupt.contains(version.version()) && !includeFull) {
                 throw new IOException("v" + version.version() + "/rank0000_flush000000.safetensors: digest mismatch");

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.apply.VersionStep;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -68,7 +69,7 @@ class SyncWorkerTest {
         assertTrue(idleAt(2));
         assertEquals(List.of("stage:0->2", "flush", "commit:delta:0->2"), engine.engineCalls());
         SyncPlan plan = engine.commits.get(0);
-        assertEquals(List.of(1L, 2L), plan.deltas().stream().map(PlannedVersion::version).toList());
+        assertEquals(List.of(1L, 2L), plan.deltas().stream().map(VersionStep::version).toList());
         assertEquals(3, plan.transitionFileCount());
         SyncStatus s = worker.status();
         assertTrue(s.ready());
@@ -82,8 +83,7 @@ class SyncWorkerTest {
     void brokenChainFailsWithoutTouchingTheEngine() throws Exception {
         board.publish(null, 1, 1, List.of("a"));
         board.publish(null, 2, 1, List.of("a"));
-        board.versions.put(2L, new PlannedVersion(2, 0, null, "sparse_delta", "delta", Path.of("/b"),
-                List.of("x.safetensors"), List.of(), 10, false, 0, null));
+        board.versions.put(2L, SyncFakes.step(null, 2, 0, Path.of("/b"), List.of("x.safetensors"), List.of(), 10, 0));
         start(fast());
         assertTrue(inError());
         assertTrue(worker.status().lastSyncError().contains("base_version 0, expected 1"),
@@ -390,7 +390,7 @@ class SyncWorkerTest {
         SyncPlan cold = engine.commits.get(0);
         assertEquals(SyncPlan.Kind.ANCHOR, cold.kind());
         assertEquals(20, cold.anchor().orElseThrow().version());
-        assertEquals(List.of(21L, 22L, 23L), cold.deltas().stream().map(PlannedVersion::version).toList());
+        assertEquals(List.of(21L, 22L, 23L), cold.deltas().stream().map(VersionStep::version).toList());
         assertEquals(20L, worker.status().lastMetrics().get("anchor_version"));
         worker.close();
 
@@ -402,7 +402,7 @@ class SyncWorkerTest {
         assertTrue(idleAt(23));
         SyncPlan warm = engine.commits.get(0);
         assertEquals(SyncPlan.Kind.DELTA, warm.kind());
-        assertEquals(List.of(20L, 21L, 22L, 23L), warm.deltas().stream().map(PlannedVersion::version).toList());
+        assertEquals(List.of(20L, 21L, 22L, 23L), warm.deltas().stream().map(VersionStep::version).toList());
         worker.close();
 
         // GC'd deltas below the anchor force the anchor path
@@ -457,7 +457,7 @@ class SyncWorkerTest {
         board.publish("run-a", 2, 1, List.of("a"));
         start(fast().withBoot(null, 0, dir));
         assertTrue(idleAt(2));
-        assertTrue(Files.readString(dir.resolve(SyncWorker.STATE_FILE)).contains("\"version\":2"));
+        assertTrue(Files.readString(dir.resolve(SidecarStateFile.FILE_NAME)).contains("\"version\":2"));
         worker.close();
 
         engine.clear();

@@ -5,6 +5,7 @@ import dev.stitch.cli.ByteSize;
 
 import dev.stitch.apply.ApplyProgress;
 import dev.stitch.apply.HostApplier;
+import dev.stitch.apply.HostStateFile;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
@@ -19,7 +20,6 @@ import dev.stitch.format.stitchdelta.StitchRecord;
 import dev.stitch.format.sparse.SparseEncoding;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.publish.Backend;
 import dev.stitch.publish.PublishResult;
@@ -237,7 +237,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         double[] apply = new double[versions];
         try (HostApplier applier = HostApplier.open(local, threads)) {
             for (int v = 1; v <= total; v++) {
-                VersionStep step = step(board, v);
+                VersionStep step = VersionStep.of(board.readManifest(v), board.versionDirectory(v));
                 long t0 = System.nanoTime();
                 applier.apply(List.of(step), ApplyProgress.NONE);
                 if (v > WARMUP_VERSIONS) {
@@ -252,7 +252,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
             row.put("decode_s", decodeSeconds(board, WARMUP_VERSIONS + 1));
         }
         // An even number of versions brought the local copy back to the base: forget the chain's state.
-        Files.deleteIfExists(local.resolve(HostApplier.STATE_DIR).resolve("state.json"));
+        HostStateFile.of(local).delete();
         ScratchDirectories.deleteQuietly(boardDir, "bench publish");
 
         long modelBytes = workload.sizeBytes();
@@ -504,16 +504,6 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
                         ((Number) r.get("apply_gbps_model")).doubleValue(), ((Number) r.get("apply_vs_slime_ref")).doubleValue());
             }
         }
-    }
-
-    private static VersionStep step(FilesystemBulletinBoard board, long v) throws IOException {
-        Manifest m = board.readManifest(v);
-        Map<String, Artifact> arts = new LinkedHashMap<>();
-        for (Artifact a : m.artifacts()) {
-            arts.put(a.path(), a);
-        }
-        return new VersionStep(v, m.baseVersion(), m.backend(), board.versionDirectory(v), m.transitionFiles(), arts,
-                m.backend().equals("full"), m.runId());
     }
 
     /** The local checkpoint must hold exactly {@code expected}; a benchmark that stops validating is invalid. */

@@ -227,8 +227,8 @@ final class ChunkCodecs {
             for (WrittenFile f : w.files()) {
                 artifacts.put(f.path(), f.toArtifact());
             }
-            VersionStep step = new VersionStep(chunk + 1, chunk, spec.backend(), rolloutDir.resolve(chunkDir(chunk)),
-                    w.transitionFiles(), artifacts, false, null);
+            VersionStep step = new VersionStep(chunk + 1, chunk, null, spec.backend(), null,
+                    rolloutDir.resolve(chunkDir(chunk)), w.transitionFiles(), List.of(), artifacts, false);
             applyStage(() -> applier.apply(List.of(step), ApplyProgress.NONE));
         }
 

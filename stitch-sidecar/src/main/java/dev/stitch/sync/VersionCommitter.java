@@ -1,0 +1,345 @@
+package dev.stitch.sync;
+
+import dev.stitch.apply.BoardTail;
+import dev.stitch.apply.ChainPlan;
+import dev.stitch.apply.ChainPlanner;
+import dev.stitch.apply.VersionStep;
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The sync worker's path from a board pointer to a flipped version (board-and-sidecar.md 6.3 steps 4-6,
+ * 6.4): plan the chain with the {@link ChainPlanner}, verify every artifact it uses (falling back to the
+ * anchor when the delta tail fails), stage it outside the gate, then close the gate, drain, commit with
+ * retries, flip and persist. Runs on the worker thread only; {@link #engineConsistent} and
+ * {@link #lastCommitAt} may be read from any thread.
+ */
+final class VersionCommitter {
+
+    private static final Logger LOG = LoggerFactory.getLogger(VersionCommitter.class);
+
+    private final SyncConfig config;
+    private final SyncBoard board;
+    private final EngineAdapter engine;
+    private final AdmissionGate gate;
+    private final SyncMetrics metrics;
+    private final SidecarStateFile stateFile;
+    private final Consumer<SyncState> states;
+    private final ChainPlanner planner;
+
+    private volatile boolean engineConsistent = true;
+    private volatile Double lastCommitAt;
+
+    /**
+     * @param states receives the worker state as the protocol moves through PREPARING and COMMITTING
+     */
+    VersionCommitter(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate,
+                     SyncMetrics metrics, SidecarStateFile stateFile, Consumer<SyncState> states) {
+        this.config = config;
+        this.board = board;
+        this.engine = engine;
+        this.gate = gate;
+        this.metrics = metrics;
+        this.stateFile = stateFile;
+        this.states = states;
+        this.planner = new ChainPlanner(config.maxReplayVersions());
+    }
+
+    /** False after a commit failed once the engine had started changing weights, until one succeeds. */
+    boolean engineConsistent() {
+        return engineConsistent;
+    }
+
+    /** Epoch seconds of the last flip, or null. */
+    Double lastCommitAt() {
+        return lastCommitAt;
+    }
+
+    // ---------------------------------------------------------------- planning and verification (6.3 steps 4-5)
+
+    /**
+     * Plans the chain from the served version (or the adapter's staging copy, see
+     * {@link EngineAdapter#planFrom}) to the pointer and verifies every artifact it uses; a delta tail
+     * that fails verification is replaced by its anchor alternative when there is one.
+     */
+    SyncPlan planAndVerify(SyncBoard.Pointer pointer, long served, Map<String, Object> m)
+            throws IOException, SyncFailure {
+        long t0 = System.nanoTime();
+        long latest = pointer.version();
+        long current = Math.min(engine.planFrom(served, pointer.runId(), latest), latest);
+        if (current != served) {
+            LOG.info("planning from version {} (the adapter's staging copy), the engine serves {}", current, served);
+        }
+        boolean reload = current != served;
+        ChainPlanner.Copy copy = ChainPlanner.Copy.clean(pointer.runId(), current);
+        BoardTail tail = BoardTail.read(planner, copy, pointer.runId(), latest, board::readVersion);
+        ChainPlan.Chain chain = switch (planner.plan(copy, pointer.runId(), tail)) {
+            case ChainPlan.Chain c -> c;
+            case ChainPlan.Refusal r -> throw new SyncFailure(r.message());
+            // the staging copy already holds the target: only the engine's reload remains
+            case ChainPlan.UpToDate u -> new ChainPlan.Chain(current, latest, Optional.empty(), List.of(), null,
+                    Optional.empty());
+        };
+        m.put("manifest_verify_s", SyncWorker.seconds(System.nanoTime() - t0));
+        if (chain.reason() != null) {
+            LOG.info("planning through anchor {}: {}", chain.anchor().map(VersionStep::version).orElse(0L),
+                    chain.reason());
+        }
+
+        long v0 = System.nanoTime();
+        SyncPlan chosen = SyncPlan.of(chain, pointer.runId(), reload);
+        long bytes;
+        try {
+            bytes = verify(chosen);
+        } catch (SyncFailure e) {
+            if (chain.fallback().isEmpty()) {
+                throw e;
+            }
+            ChainPlan.Chain viaAnchor = chain.fallback().get();
+            LOG.warn("delta path {}..{} failed verification ({}); re-planning through anchor {}", current + 1,
+                    latest, e.getMessage(), viaAnchor.anchor().map(VersionStep::version).orElse(0L));
+            chosen = SyncPlan.of(viaAnchor, pointer.runId(), true);
+            bytes = verify(chosen);
+        }
+        double verifyS = SyncWorker.seconds(System.nanoTime() - v0);
+        m.put("artifact_verify_s", verifyS);
+        m.put("artifact_bytes_verified", bytes);
+        m.put("target_version", chosen.target());
+        m.put("tail_versions", chosen.versions().size());
+        m.put("tail_transition_files", chosen.transitionFileCount());
+        m.put("tail_weights", chosen.weightsKnown() ? List.copyOf(new TreeSet<>(chosen.touchedWeights()))
+                : null);
+        m.put("anchor_version", chosen.anchor().map(VersionStep::version).orElse(null));
+        m.put("plan_kind", chosen.kind().label());
+        LOG.info("plan {}: {} -> {} ({} version(s), {} transition file(s){}); verified {} bytes in {} s",
+                chosen.kind().label(), current, chosen.target(), chosen.versions().size(),
+                chosen.transitionFileCount(),
+                chosen.anchor().map(a -> ", anchor " + a.version()).orElse(""), bytes, SyncWorker.fmt(verifyS));
+        return chosen;
+    }
+
+    /**
+     * Step 5 (the planner already checked contiguity and runs): every version's backend is one the
+     * adapter applies, and every artifact it uses matches its manifest; returns the bytes verified.
+     */
+    private long verify(SyncPlan plan) throws SyncFailure {
+        long bytes = 0;
+        int unverified = 0;
+        List<VersionStep> all = plan.versions();
+        for (int i = 0; i < all.size(); i++) {
+            VersionStep v = all.get(i);
+            boolean isAnchorLoad = i == 0 && plan.anchor().isPresent();
+            String backend = isAnchorLoad ? "full" : v.backend();
+            if (!engine.supports(backend) && !(isAnchorLoad && engine.supports(v.backend()))) {
+                throw new SyncFailure("version " + v.version() + " needs backend '" + backend
+                        + "', which the " + engine.mode() + "-mode adapter cannot apply");
+            }
+            try {
+                SyncBoard.Verification result = board.verify(v, isAnchorLoad, config.requireChecksums());
+                bytes += result.bytesVerified();
+                unverified += result.unverifiedArtifacts();
+            } catch (IOException e) {
+                metrics.verifyFailure();
+                throw new SyncFailure("version " + v.version() + " failed verification: " + e.getMessage());
+            }
+        }
+        metrics.unverified(unverified);
+        return bytes;
+    }
+
+    // ---------------------------------------------------------------- staging and commits (6.3 step 6, 6.4)
+
+    /** Stages {@code plan} outside the gate, then commits it inside. */
+    void stageAndCommit(SyncPlan plan, Map<String, Object> m) throws Exception {
+        states.accept(SyncState.PREPARING);
+        long s0 = System.nanoTime();
+        Map<String, Object> stageDetail = engine.stage(plan);
+        double stageS = SyncWorker.seconds(System.nanoTime() - s0);
+        metrics.stageDuration.observe(stageS);
+        m.put("stage_s", stageS);
+        m.put("stage_detail", stageDetail);
+        LOG.info("staged {} plan {} -> {} in {} s", plan.kind().label(), plan.from(), plan.target(),
+                SyncWorker.fmt(stageS));
+        commit(plan, m);
+    }
+
+    /** Brings the engine back to the base checkpoint under run {@code runId} (a run switch, or unknown weights). */
+    void resetTo(String runId, Map<String, Object> m) throws Exception {
+        SyncPlan plan = SyncPlan.reset(runId, gate.currentVersion());
+        states.accept(SyncState.PREPARING);
+        long s0 = System.nanoTime();
+        Map<String, Object> detail = engine.stageReset();
+        double stageS = SyncWorker.seconds(System.nanoTime() - s0);
+        metrics.stageDuration.observe(stageS);
+        m.put("stage_s", stageS);
+        m.put("stage_detail", detail);
+        m.put("plan_kind", "reset");
+        m.put("target_version", 0L);
+        commit(plan, m);
+    }
+
+    private void commit(SyncPlan plan, Map<String, Object> m) throws Exception {
+        boolean all = plan.kind() == SyncPlan.Kind.RESET || config.commitMode() == CommitMode.QUIESCE;
+        boolean inPlace = !all;
+        long g0 = System.nanoTime();
+        gate.close(all ? AdmissionGate.State.CLOSED_ALL : AdmissionGate.State.CLOSED_EXACT);
+        states.accept(SyncState.COMMITTING);
+        int[] retriesUsed = {0};
+        try {
+            AdmissionGate.DrainOutcome drain = gate.drain(SyncWorker.secondsToNanos(config.drainTimeoutS()),
+                    SyncWorker.secondsToNanos(config.abortGraceS()), p -> preempt(p, all));
+            double drainS = SyncWorker.seconds(drain.waitNanos());
+            metrics.drainWait.observe(drainS);
+            metrics.preempted(drain.preempted().size());
+            m.put("drain_wait_s", drainS);
+            m.put("drain_preempted", drain.preempted().size());
+            if (plan.kind() == SyncPlan.Kind.NOOP) {
+                long c0 = System.nanoTime();
+                engine.label(plan.target());
+                m.put("commit_s", SyncWorker.seconds(System.nanoTime() - c0));
+                m.put("commit_detail", Map.of("label", Long.toString(plan.target())));
+                m.put("skipped_noop_reload", true);
+                flip(plan);
+            } else if (!inPlace) {
+                long f0 = System.nanoTime();
+                engine.flush();
+                m.put("flush_s", SyncWorker.seconds(System.nanoTime() - f0));
+                Map<String, Object> detail = commitWithRetries(plan, retriesUsed, m);
+                m.put("commit_detail", detail);
+                m.put("skipped_noop_reload", false);
+                flip(plan);
+            } else {
+                long p0 = System.nanoTime();
+                engine.pause("in_place");
+                double pauseS = SyncWorker.seconds(System.nanoTime() - p0);
+                m.put("pause_s", pauseS);
+                long pausedAt = System.nanoTime();
+                boolean failed = true;
+                try {
+                    Map<String, Object> detail = commitWithRetries(plan, retriesUsed, m);
+                    m.put("commit_detail", detail);
+                    m.put("skipped_noop_reload", false);
+                    flip(plan);
+                    failed = false;
+                } finally {
+                    if (failed && !engineConsistent) {
+                        abortQuietly();
+                    }
+                    long r0 = System.nanoTime();
+                    try {
+                        engine.resume();
+                    } finally {
+                        m.put("resume_s", SyncWorker.seconds(System.nanoTime() - r0));
+                        metrics.enginePause.observe(SyncWorker.seconds(System.nanoTime() - pausedAt) + pauseS);
+                    }
+                }
+            }
+        } finally {
+            gate.reopen();
+            // Steps a mode skips report 0 so that every pass exposes the same keys.
+            for (String key : List.of("flush_s", "pause_s", "commit_s", "resume_s", "drain_wait_s")) {
+                m.putIfAbsent(key, 0.0);
+            }
+            m.putIfAbsent("drain_preempted", 0);
+            m.putIfAbsent("skipped_noop_reload", false);
+            m.putIfAbsent("anchor_version", null);
+            double gateS = SyncWorker.seconds(System.nanoTime() - g0);
+            metrics.commitDuration.observe(gateS);
+            m.put("gate_s", gateS);
+            m.put("commit_retries_used", retriesUsed[0]);
+        }
+        LOG.info("committed {} {} -> {} (gate {} s, drain {} s, commit {} s)", plan.kind().label(), plan.from(),
+                plan.target(), SyncWorker.fmt((Double) m.get("gate_s")), SyncWorker.fmt((Double) m.get("drain_wait_s")),
+                SyncWorker.fmt((Double) m.getOrDefault("commit_s", 0.0)));
+    }
+
+    private Map<String, Object> commitWithRetries(SyncPlan plan, int[] retriesUsed, Map<String, Object> m)
+            throws Exception {
+        long c0 = System.nanoTime();
+        Exception last = null;
+        for (int attempt = 0; attempt <= config.commitRetries(); attempt++) {
+            try {
+                Map<String, Object> detail;
+                if (plan.kind() == SyncPlan.Kind.RESET) {
+                    engine.reset();
+                    detail = Map.of();
+                } else {
+                    detail = engine.commit(plan);
+                }
+                m.put("commit_s", SyncWorker.seconds(System.nanoTime() - c0));
+                retriesUsed[0] = attempt;
+                if (!engineConsistent) {
+                    engineConsistent = true;
+                    gate.engineConsistent(true);
+                    LOG.info("engine weights are in a known state again");
+                }
+                return detail;
+            } catch (InterruptedException e) {
+                throw e;
+            } catch (Exception e) {
+                last = e;
+                retriesUsed[0] = attempt;
+                LOG.warn("commit {} -> {} attempt {} failed: {}", plan.from(), plan.target(), attempt + 1,
+                        e.getMessage());
+            }
+        }
+        m.put("commit_s", SyncWorker.seconds(System.nanoTime() - c0));
+        engineConsistent = false;
+        gate.engineConsistent(false);
+        throw new SyncFailure("commit " + plan.from() + " -> " + plan.target() + " failed after "
+                + (config.commitRetries() + 1) + " attempt(s), engine weights unknown: "
+                + (last == null ? "" : last.getMessage()));
+    }
+
+    private void abortQuietly() {
+        try {
+            engine.pause("abort");
+        } catch (Exception e) {
+            LOG.warn("aborting in-flight requests failed: {}", e.getMessage());
+        }
+    }
+
+    private void preempt(List<AdmissionGate.Preempted> preempted, boolean quiesce) {
+        boolean ridless = false;
+        for (AdmissionGate.Preempted p : preempted) {
+            if (p.rids().isEmpty()) {
+                ridless = true;
+            }
+            for (String rid : p.rids()) {
+                engine.abort(rid);
+            }
+        }
+        if (!preempted.isEmpty()) {
+            LOG.warn("drain timed out after {} s: preempted {} request(s)", config.drainTimeoutS(), preempted.size());
+        }
+        if (ridless && quiesce) {
+            try {
+                engine.pause("abort");
+                engine.resume();
+            } catch (Exception e) {
+                LOG.warn("abort of rid-less requests failed: {}", e.getMessage());
+            }
+        }
+    }
+
+    private void flip(SyncPlan plan) {
+        gate.flip(plan.runId(), plan.target());
+        lastCommitAt = System.currentTimeMillis() / 1000.0;
+        metrics.commit(plan.kind());
+        long applied = 0;
+        for (VersionStep pv : plan.deltas()) {
+            applied += pv.transitionBytes();
+        }
+        if (plan.anchor().isPresent()) {
+            applied += plan.anchor().get().fullBytes();
+        }
+        metrics.appliedBytes(applied);
+        stateFile.write(plan.runId(), plan.target());
+    }
+}
