@@ -3,6 +3,7 @@ package dev.stitch.sync;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.protocol.ProtocolException;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -520,11 +521,15 @@ public final class SyncWorker implements AutoCloseable {
             PlannedVersion pv;
             try {
                 pv = board.readVersion(v);
-            } catch (NoSuchFileException e) {
+            } catch (NoSuchFileException | ProtocolException e) {
                 if (anchor == null) {
+                    if (e instanceof ProtocolException) {
+                        throw e;
+                    }
                     throw new SyncFailure("version " + v + " has no manifest (missing or garbage-collected) and no"
                             + " anchor above it in " + (current + 1) + ".." + latest);
                 }
+                // A corrupt or refused (linked, 1.6) version below an anchor is skipped like a missing one.
                 gapBelowAnchor = true;
                 break;
             }
