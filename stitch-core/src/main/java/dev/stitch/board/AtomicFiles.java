@@ -6,12 +6,16 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.SecureRandom;
+import java.util.HashSet;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Crash-safe file replacement (board-and-sidecar.md 2.1): write a uniquely named temporary in the
@@ -167,9 +171,14 @@ public final class AtomicFiles {
         }
     }
 
-    /** Reads a whole small file as bytes, refusing files above {@code maxBytes}. */
-    static byte[] readSmallFile(Path file, long maxBytes) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+    /**
+     * Reads a whole small file as bytes, refusing files above {@code maxBytes}; {@code extra} adds open
+     * options such as {@link java.nio.file.LinkOption#NOFOLLOW_LINKS}.
+     */
+    static byte[] readSmallFile(Path file, long maxBytes, OpenOption... extra) throws IOException {
+        Set<OpenOption> openOptions = new HashSet<>(List.of(extra));
+        openOptions.add(StandardOpenOption.READ);
+        try (FileChannel ch = FileChannel.open(file, openOptions)) {
             long size = ch.size();
             if (size > maxBytes) {
                 throw new IOException(file + " is " + size + " bytes, more than the " + maxBytes + " allowed");

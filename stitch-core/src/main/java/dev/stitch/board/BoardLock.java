@@ -29,7 +29,7 @@ final class BoardLock implements AutoCloseable {
     static final String STALE_PREFIX = FILE_NAME + ".stale-";
     /** Held (created exclusively) by whoever is breaking the lock, so breaks never overlap. */
     static final String BREAK_GUARD = FILE_NAME + ".break";
-    private static final long GUARD_ABANDONED_MS = 10_000;
+    static final long GUARD_ABANDONED_MS = 10_000;
 
     private static final Logger LOG = LoggerFactory.getLogger(BoardLock.class);
     private static final String HOST = hostName();
@@ -81,6 +81,32 @@ final class BoardLock implements AutoCloseable {
                 throw new java.io.InterruptedIOException("interrupted while waiting for the board lock");
             }
         }
+    }
+
+    /**
+     * Breaks the lock of {@code root} when it may be broken (stale, or its owner is a dead process on this
+     * host) and deletes the broken lock file at once, for gc: nobody reads a lock that was renamed aside.
+     *
+     * @return whose lock was broken and why, or null when there is no lock or it must be respected
+     */
+    static String breakIfStale(Path root, BoardOptions options) throws IOException {
+        Path lock = root.resolve(FILE_NAME);
+        byte[] seen;
+        try {
+            seen = Files.readAllBytes(lock);
+        } catch (NoSuchFileException e) {
+            return null;
+        }
+        String reason = breakReason(lock, seen, options);
+        if (reason == null) {
+            return null;
+        }
+        Path aside = tryBreak(lock, seen, reason);
+        if (aside == null) {
+            return null;
+        }
+        Files.deleteIfExists(aside);
+        return describe(seen) + ": " + reason;
     }
 
     /** Releases the lock if it is still ours. */
@@ -171,8 +197,10 @@ final class BoardLock implements AutoCloseable {
      * Breakers take the guard file {@code .stitch.lock.break} first and re-read the lock under it:
      * without the guard, a breaker that read the stale lock could rename aside the fresh lock another
      * writer had just taken after breaking it, and two writers would hold the board at once.
+     *
+     * @return where the broken lock was renamed to, or null when this call did not break it
      */
-    static void tryBreak(Path lock, byte[] seen, String reason) throws IOException {
+    static Path tryBreak(Path lock, byte[] seen, String reason) throws IOException {
         Path guard = lock.resolveSibling(BREAK_GUARD);
         try {
             Files.write(guard, new byte[0], StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
@@ -184,24 +212,24 @@ final class BoardLock implements AutoCloseable {
                 Thread.currentThread().interrupt();
                 throw new java.io.InterruptedIOException("interrupted while waiting to break the board lock");
             }
-            return;
+            return null;
         }
         try {
             byte[] now;
             try {
                 now = Files.readAllBytes(lock);
             } catch (NoSuchFileException gone) {
-                return;
+                return null;
             }
             if (!Arrays.equals(now, seen)) {
                 // broken and retaken meanwhile: the caller looks at the new lock afresh
-                return;
+                return null;
             }
             Path aside = lock.resolveSibling(STALE_PREFIX + AtomicFiles.randomHex16());
             try {
                 Files.move(lock, aside, StandardCopyOption.ATOMIC_MOVE);
             } catch (NoSuchFileException e) {
-                return;
+                return null;
             }
             byte[] moved = Files.readAllBytes(aside);
             if (!Arrays.equals(moved, seen)) {
@@ -212,9 +240,10 @@ final class BoardLock implements AutoCloseable {
                 } catch (FileAlreadyExistsException e) {
                     LOG.warn("could not restore board lock {} taken by {}; a newer lock exists", lock, describe(moved));
                 }
-                return;
+                return null;
             }
             LOG.warn("broke board lock {} held by {}: {}", lock, describe(seen), reason);
+            return aside;
         } finally {
             Files.deleteIfExists(guard);
         }

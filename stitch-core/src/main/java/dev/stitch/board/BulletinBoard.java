@@ -77,7 +77,8 @@ public interface BulletinBoard {
     /**
      * The newest version {@code <= version} whose manifest carries {@code full} artifacts, or empty when
      * there is none (the base, version 0, is then the only anchor). Versions whose manifest is missing
-     * or unreadable are skipped.
+     * or unreadable are skipped; a search that finds no manifest in the first 1024 versions it probes
+     * gives up, so a hostile pointer cannot make it walk 2^63 versions.
      */
     OptionalLong newestAnchorAtOrBelow(long version) throws IOException;
 

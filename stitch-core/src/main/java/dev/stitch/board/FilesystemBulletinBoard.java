@@ -17,11 +17,14 @@ import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Predicate;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,8 +53,18 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
     static final String STAGING_SUFFIX = ".staging";
     /** Suffix of a version directory moved aside because its publisher crashed before the pointer moved. */
     static final String ORPHAN_SUFFIX = ".orphan";
+    /** Suffix of a latest version moved aside by {@link BoardRepair} because it could not be read or verified. */
+    static final String BROKEN_SUFFIX = ".broken";
+    /**
+     * How many versions below the pointer the anchor search probes before giving up when it finds no
+     * manifest at all: a healthy board has latest's manifest, so only a broken or hostile pointer gets here.
+     */
+    static final int ANCHOR_PROBE_LIMIT = 1024;
     /** Largest manifest or pointer file read; anything bigger is refused rather than loaded. */
     static final long MAX_DOCUMENT_BYTES = 64L << 20;
+
+    /** The name {@link AtomicFiles#temporarySibling} gives a file being written. */
+    private static final Pattern TEMPORARY_NAME = Pattern.compile("\\..+\\.[0-9a-f]{16}\\.tmp");
 
     private static final Logger LOG = LoggerFactory.getLogger(FilesystemBulletinBoard.class);
 
@@ -126,13 +139,8 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
      */
     public LatestPointer readLatestUnchecked() throws IOException {
         refresh();
-        byte[] bytes;
-        try {
-            bytes = AtomicFiles.readSmallFile(latestPath(), MAX_DOCUMENT_BYTES);
-        } catch (NoSuchFileException e) {
-            return LatestPointer.EMPTY;
-        }
-        return LatestPointer.parse(bytes, LatestPointer.FILE_NAME);
+        byte[] bytes = readPointerBytes();
+        return bytes == null ? LatestPointer.EMPTY : LatestPointer.parse(bytes, LatestPointer.FILE_NAME);
     }
 
     @Override
@@ -160,7 +168,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
                 m = readManifest(v);
                 found = true;
             } catch (NoSuchFileException e) {
-                if (found) {
+                if (found || start - v >= ANCHOR_PROBE_LIMIT - 1) {
                     return OptionalLong.empty();
                 }
                 continue;
@@ -329,8 +337,10 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
     /**
      * Retention (2.5): keeps the newest anchor at or below latest and everything after it, and the
      * last {@code keepLast} versions; deletes older versions of this run once older than {@code minAgeSeconds},
-     * other-run directories, orphans and temporaries older than the orphan grace, archives older than
-     * the archive grace. With no anchor no version is deleted.
+     * other-run directories, archives older than the archive grace, and crash leftovers older than the
+     * orphan grace: staging and orphan directories, temporaries (also inside published versions, unless
+     * the manifest lists them), broken lock files and an abandoned break guard. A stale lock (2.1) is
+     * broken and removed first. With no anchor no version is deleted.
      */
     public GcReport gc(int keepLast, long minAgeSeconds) throws IOException {
         if (keepLast < 0 || minAgeSeconds < 0) {
@@ -338,9 +348,16 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         }
         refresh();
         long nowMillis = options.clock().millis();
+        long leftoverMillis = options.orphanGrace().toMillis();
         List<Long> deletedVersions = new ArrayList<>();
         List<Path> doomedVersions = new ArrayList<>();
         List<Path> doomedOther = new ArrayList<>();
+        List<String> removed = new ArrayList<>();
+        String brokenLock = BoardLock.breakIfStale(root, options);
+        if (brokenLock != null) {
+            LOG.warn("gc broke and removed the stale board lock of {}", brokenLock);
+            removed.add(BoardLock.FILE_NAME);
+        }
         long anchor;
         try (BoardLock lock = BoardLock.acquire(root, options)) {
             LatestPointer current = readPointerNoRefresh();
@@ -378,23 +395,29 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
                 }
                 boolean isProtected = v >= anchor || v > latest - keepLast;
                 if (isProtected || anchor == 0) {
+                    collectTemporaries(dir, m, leftoverMillis, nowMillis, doomedOther);
                     continue;
                 }
                 long age = m == null ? ageOfPath(dir, nowMillis) : ageMillis(m, dir, nowMillis);
                 if (age >= minAgeSeconds * 1000) {
                     doomedVersions.add(dir);
                     deletedVersions.add(v);
+                } else {
+                    collectTemporaries(dir, m, leftoverMillis, nowMillis, doomedOther);
                 }
             }
             for (Path p : listDir(root)) {
                 String name = p.getFileName().toString();
-                if (isLeftoverName(name) && olderThan(p, options.orphanGrace().toMillis(), nowMillis)) {
+                if (isLeftoverName(name) && olderThan(p, leftoverMillis, nowMillis)) {
+                    doomedOther.add(p);
+                } else if (name.equals(BoardLock.BREAK_GUARD)
+                        && olderThan(p, Math.max(leftoverMillis, BoardLock.GUARD_ABANDONED_MS), nowMillis)) {
+                    // A breaker that died mid-break left it; a live one holds it for milliseconds (2.1).
                     doomedOther.add(p);
                 }
             }
             collectArchives(nowMillis, doomedOther);
         }
-        List<String> removed = new ArrayList<>();
         for (Path dir : doomedVersions) {
             deleteVersionDirectory(dir);
         }
@@ -420,11 +443,18 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         return options.clock().millis() / 1000.0;
     }
 
-    private LatestPointer readPointerNoRefresh() throws IOException {
-        byte[] bytes;
+    /** The bytes of {@code latest.json}, or null when there is none; a link is refused (1.6). */
+    byte[] readPointerBytes() throws IOException {
         try {
-            bytes = AtomicFiles.readSmallFile(latestPath(), MAX_DOCUMENT_BYTES);
+            return readBoardDocument(latestPath());
         } catch (NoSuchFileException e) {
+            return null;
+        }
+    }
+
+    private LatestPointer readPointerNoRefresh() throws IOException {
+        byte[] bytes = readPointerBytes();
+        if (bytes == null) {
             return LatestPointer.EMPTY;
         }
         LatestPointer p = LatestPointer.parse(bytes, LatestPointer.FILE_NAME);
@@ -445,12 +475,20 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         return p;
     }
 
-    private byte[] readManifestBytes(long version) throws IOException {
-        Path file = versionDirectory(version).resolve(Manifest.FILE_NAME);
-        return AtomicFiles.readSmallFile(file, MAX_DOCUMENT_BYTES);
+    byte[] readManifestBytes(long version) throws IOException {
+        return readBoardDocument(versionDirectory(version).resolve(Manifest.FILE_NAME));
     }
 
-    private Manifest parseManifest(long version, byte[] bytes) throws ProtocolException {
+    /**
+     * Reads a pointer or manifest below the root without following a link (1.6): the walk names the
+     * link, and opening with NOFOLLOW_LINKS keeps a link swapped in after the walk from being followed.
+     */
+    private byte[] readBoardDocument(Path file) throws IOException {
+        LinkFreePaths.requireNoLink(root, file);
+        return AtomicFiles.readSmallFile(file, MAX_DOCUMENT_BYTES, LinkOption.NOFOLLOW_LINKS);
+    }
+
+    Manifest parseManifest(long version, byte[] bytes) throws ProtocolException {
         String what = relManifest(version);
         Manifest m = Manifest.parse(bytes, what);
         if (m.version() != version) {
@@ -459,11 +497,11 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         return m;
     }
 
-    private String relManifest(long version) {
+    String relManifest(long version) {
         return VERSIONS_DIR + "/" + WeightIdentity.format(version) + "/" + Manifest.FILE_NAME;
     }
 
-    private void writePointer(LatestPointer p) throws IOException {
+    void writePointer(LatestPointer p) throws IOException {
         options.files().write(latestPath(), p.toBytes());
     }
 
@@ -482,6 +520,31 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
             }
         }
         return 0;
+    }
+
+    /**
+     * Adds the temporaries ({@code .<name>.<16 hex>.tmp}, 2.1) a crashed writer left inside a published
+     * version directory, unless its manifest lists them; a version whose manifest cannot be read is left alone.
+     */
+    private void collectTemporaries(Path dir, Manifest m, long graceMillis, long nowMillis, List<Path> doomed)
+            throws IOException {
+        if (m == null || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        Set<Path> listed = new HashSet<>();
+        for (Artifact a : m.artifacts()) {
+            listed.add(dir.resolve(a.path()).normalize());
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            for (Path p : s.toList()) {
+                if (TEMPORARY_NAME.matcher(p.getFileName().toString()).matches() && !listed.contains(p.normalize())
+                        && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && olderThan(p, graceMillis, nowMillis)) {
+                    doomed.add(p);
+                }
+            }
+        } catch (UncheckedIOException e) {
+            throw e.getCause();
+        }
     }
 
     private Manifest readManifestQuietly(long v) {
@@ -556,6 +619,11 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
 
     /** Removes a version: manifest first (so a half-deleted version reads as missing), then the rest. */
     private void deleteVersionDirectory(Path dir) throws IOException {
+        if (Files.isSymbolicLink(dir)) {
+            // Only the link belongs to the board; what it points at is never deleted (1.6).
+            Files.deleteIfExists(dir);
+            return;
+        }
         Files.deleteIfExists(dir.resolve(Manifest.FILE_NAME));
         options.files().fsyncDirectory(dir);
         deleteTree(dir);
@@ -595,7 +663,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
 
     /** Names that belong to no version: staging, orphans, temporaries, broken locks. */
     private static boolean isLeftoverName(String name) {
-        return name.endsWith(STAGING_SUFFIX) || name.endsWith(ORPHAN_SUFFIX)
+        return name.endsWith(STAGING_SUFFIX) || name.endsWith(ORPHAN_SUFFIX) || name.endsWith(BROKEN_SUFFIX)
                 || (name.startsWith(".") && name.endsWith(".tmp"))
                 || name.startsWith(BoardLock.STALE_PREFIX);
     }

@@ -1,5 +1,6 @@
 package dev.stitch.apply;
 
+import dev.stitch.protocol.ProtocolException;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.util.Collections;
@@ -13,9 +14,11 @@ import java.util.TreeMap;
  *
  * @param target   the version the walk started from
  * @param versions the steps read, keyed by the version requested (a manifest may claim another)
- * @param missing  the version without a manifest that ended the walk, or empty
+ * @param missing  the version without a usable manifest that ended the walk, or empty
+ * @param refusal  why that version's manifest was refused (corrupt, or a link: docs/protocol/board.md §1.6),
+ *                 or null when it is simply absent
  */
-public record BoardTail(long target, NavigableMap<Long, VersionStep> versions, OptionalLong missing) {
+public record BoardTail(long target, NavigableMap<Long, VersionStep> versions, OptionalLong missing, String refusal) {
 
     public BoardTail {
         versions = Collections.unmodifiableNavigableMap(new TreeMap<>(versions));
@@ -28,6 +31,7 @@ public record BoardTail(long target, NavigableMap<Long, VersionStep> versions, O
          * The step of {@code version}.
          *
          * @throws NoSuchFileException when the version has no manifest (never published, or garbage-collected)
+         * @throws ProtocolException   when the manifest is refused (corrupt, or reached through a link)
          */
         VersionStep read(long version) throws IOException;
     }
@@ -45,13 +49,16 @@ public record BoardTail(long target, NavigableMap<Long, VersionStep> versions, O
             try {
                 s = reader.read(v);
             } catch (NoSuchFileException e) {
-                return new BoardTail(target, read, OptionalLong.of(v));
+                return new BoardTail(target, read, OptionalLong.of(v), null);
+            } catch (ProtocolException e) {
+                // A refused version ends the walk like a missing one, so an anchor above it can still be used.
+                return new BoardTail(target, read, OptionalLong.of(v), e.getMessage());
             }
             read.put(v, s);
             if (!planner.needsVersionsBelow(s, copy, runId, target)) {
                 break;
             }
         }
-        return new BoardTail(target, read, OptionalLong.empty());
+        return new BoardTail(target, read, OptionalLong.empty(), null);
     }
 }

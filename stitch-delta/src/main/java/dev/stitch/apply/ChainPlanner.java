@@ -107,9 +107,10 @@ public final class ChainPlanner {
                         + blocker + ") and the board has no anchor at or below " + target);
             }
             if (missing.isPresent()) {
+                String what = tail.refusal() != null ? " was refused (" + tail.refusal() + ")"
+                        : " has no manifest (missing or garbage-collected)";
                 return new ChainPlan.Refusal(ChainPlan.Refusal.Kind.MISSING_VERSION, "version " + missing.getAsLong()
-                        + " has no manifest (missing or garbage-collected) and no anchor above it in "
-                        + (copy.version() + 1) + ".." + target);
+                        + what + " and no anchor above it in " + (copy.version() + 1) + ".." + target);
             }
             return chain(copy.version(), target, null, usable.values(), runId, null, Optional.empty());
         }

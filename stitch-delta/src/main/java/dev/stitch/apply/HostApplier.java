@@ -222,7 +222,8 @@ public final class HostApplier implements AutoCloseable {
     private List<String> applyDelta(VersionStep step, ApplyProgress progress, long[] written) throws IOException, RefusedVersionException {
         long v = step.version();
         List<String> used = new ArrayList<>(step.transitionFiles());
-        if (step.backend().equals("disk_delta") && step.artifacts().containsKey(dev.stitch.format.disk.DiskDeltaIndex.FILE)) {
+        if (step.backend().equals("disk_delta")) {
+            // Read whether or not the manifest lists it (1.4), so it is checked for presence and links like a listed file.
             used.add(dev.stitch.format.disk.DiskDeltaIndex.FILE);
         }
         verifyArtifacts(step, used, progress);
@@ -611,6 +612,11 @@ public final class HostApplier implements AutoCloseable {
                 throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.MALFORMED, bad);
             }
             Path p = step.directory().resolve(rel);
+            if (Files.isSymbolicLink(p)) {
+                // Readers follow no links inside the board (board-and-sidecar.md 1.6); the board checked listed files, not the unlisted index.
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.MALFORMED, "file " + rel
+                    + " is a symbolic link (readers follow no links inside the board)");
+            }
             if (!Files.isRegularFile(p)) {
                 throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.MALFORMED, "file " + rel + " is missing");
             }

@@ -20,6 +20,7 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.OptionalLong;
@@ -29,12 +30,13 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code stitch board}: create, inspect, verify and garbage-collect a bulletin board (spec 10.1). */
+/** {@code stitch board}: create, inspect, verify, repair and garbage-collect a bulletin board (spec 10.1). */
 @Command(name = "board",
         mixinStandardHelpOptions = true,
-        description = "Create, inspect, verify and garbage-collect a bulletin board (the shared directory of published "
-                + "weight versions).",
-        subcommands = {BoardCommand.Init.class, BoardCommand.Show.class, BoardCommand.Verify.class, BoardCommand.Gc.class})
+        description = "Create, inspect, verify, repair and garbage-collect a bulletin board (the shared directory of "
+                + "published weight versions).",
+        subcommands = {BoardCommand.Init.class, BoardCommand.Show.class, BoardCommand.Verify.class, BoardRepairCommand.class,
+            BoardCommand.Gc.class})
 public final class BoardCommand implements StitchSubcommand, Runnable {
 
     @Spec
@@ -42,7 +44,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
 
     @Override
     public void run() {
-        throw new ParameterException(spec.commandLine(), "missing subcommand: init, show, verify or gc");
+        throw new ParameterException(spec.commandLine(), "missing subcommand: init, show, verify, repair or gc");
     }
 
     /** Options shared by the reading subcommands (a picocli mixin). */
@@ -101,9 +103,11 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
     }
 
     @Command(name = "show", mixinStandardHelpOptions = true,
-            description = "Print the pointer and a summary of every version 1..latest. With --json, one JSON object: "
-                    + "{\"latest\": {\"run_id\", \"version\"}, \"versions\": [{\"version\", \"base_version\", \"backend\", "
-                    + "\"run_id\", \"anchor\", \"files\", \"created_at\"} or {\"version\", \"error\"}, ...]}.")
+            description = "Print the pointer and a summary of every version 1..latest whose directory exists; versions "
+                    + "without one are summarised as ranges. With --json, one JSON object: "
+                    + "{\"latest\": {\"run_id\", \"version\", and \"error\" when its manifest_checksum fails}, \"versions\": [{\"version\", \"base_version\", \"backend\", "
+                    + "\"run_id\", \"anchor\", \"files\", \"created_at\"} or {\"version\", \"error\"}, ...], and, when "
+                    + "some are missing, \"missing\": [{\"from\", \"to\"}, ...]}.")
     static final class Show implements Runnable {
         @picocli.CommandLine.Mixin
         ReadOptions read;
@@ -115,8 +119,18 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
         public void run() {
             BulletinBoard board = read.open();
             LatestPointer p;
+            String pointerProblem = null;
             try {
-                p = board.readLatest();
+                try {
+                    p = board.readLatest();
+                } catch (ProtocolException e) {
+                    if (!(board instanceof FilesystemBulletinBoard fs)) {
+                        throw e;
+                    }
+                    // A bad latest manifest fails the pointer's manifest_checksum check; show the board anyway.
+                    pointerProblem = e.getMessage();
+                    p = fs.readLatestUnchecked();
+                }
             } catch (IOException e) {
                 throw new CliFailure("cannot read the pointer of " + board.root() + ": " + e.getMessage());
             }
@@ -125,16 +139,37 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             ObjectNode latest = doc.putObject("latest");
             latest.put("run_id", p.runId());
             latest.put("version", p.version());
+            if (pointerProblem != null) {
+                latest.put("error", pointerProblem);
+            }
             ArrayNode versions = doc.putArray("versions");
             PrintStream out = System.out;
             if (!json) {
                 out.println("board " + board.root() + " (" + board.layout().label() + " layout): latest " + describe(p));
+                if (pointerProblem != null) {
+                    out.println("pointer error: " + pointerProblem + " (see 'stitch board repair')");
+                }
                 if (p.version() > 0) {
                     out.printf(Locale.ROOT, "%9s %9s %-13s %-16s %6s %5s  %s%n", "version", "base", "backend", "run", "anchor",
                             "files", "created_at");
                 }
             }
-            for (long v = 1; v <= p.version(); v++) {
+            VersionDirectoryListing listing;
+            try {
+                listing = VersionDirectoryListing.of(board);
+            } catch (IOException e) {
+                throw new CliFailure("cannot list the versions of " + board.root() + ": " + e.getMessage());
+            }
+            List<VersionDirectoryListing.Gap> gaps = listing.gapsIn(1, p.version());
+            if (!gaps.isEmpty()) {
+                ArrayNode missing = doc.putArray("missing");
+                gaps.forEach(g -> missing.addObject().put("from", g.from()).put("to", g.to()));
+            }
+            int nextGap = 0;
+            for (long v : listing.presentIn(1, p.version())) {
+                while (!json && nextGap < gaps.size() && gaps.get(nextGap).from() < v) {
+                    out.printf(Locale.ROOT, "%9s  %s missing (never published, or deleted by gc)%n", "", gaps.get(nextGap++).describe());
+                }
                 ObjectNode row = versions.addObject();
                 row.put("version", v);
                 try {
@@ -161,6 +196,9 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             if (json) {
                 out.println(CanonicalJson.toText(doc));
                 return;
+            }
+            while (nextGap < gaps.size()) {
+                out.printf(Locale.ROOT, "%9s  %s missing (never published, or deleted by gc)%n", "", gaps.get(nextGap++).describe());
             }
             if (board instanceof FilesystemBulletinBoard fs) {
                 try {
@@ -226,6 +264,8 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                 Manifest m;
                 try {
                     m = board.readManifest(v, p);
+                } catch (NoSuchFileException e) {
+                    throw new CliFailure(versionError(board, v, e) + missingRange(board, v, p.version()));
                 } catch (IOException e) {
                     throw new CliFailure(versionError(board, v, e));
                 }
@@ -262,8 +302,8 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
 
     @Command(name = "gc", mixinStandardHelpOptions = true,
             description = "Retention: delete versions older than the newest anchor at or below latest, keeping the last N "
-                    + "versions and anything younger than --min-age-s; also removes old orphans, staging directories and archives. "
-                    + "Without an anchor no version is deleted.")
+                    + "versions and anything younger than --min-age-s; also removes archives and the leftovers of crashed "
+                    + "writers (see --leftover-age), and breaks and removes a stale lock. Without an anchor no version is deleted.")
     static final class Gc implements Runnable {
         @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory.")
         Path root;
@@ -275,6 +315,13 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                 description = "Only delete versions created more than S seconds ago (default: ${DEFAULT-VALUE}).")
         long minAgeSeconds;
 
+        @Option(names = "--leftover-age", defaultValue = "1h", paramLabel = "DURATION", converter = DurationConverter.class,
+                description = "Remove crash leftovers older than DURATION: staging and orphan directories, versions above "
+                        + "latest, temporary files (also inside published versions), broken lock files, versions moved aside "
+                        + "by 'board repair'. A number with a unit: ms, s, m, h or d (e.g. 90s, 10m). Keep it longer than the "
+                        + "longest publish. Default: ${DEFAULT-VALUE} (orphan_grace_s).")
+        Duration leftoverAge;
+
         @Override
         public void run() {
             if (keep < 0 || minAgeSeconds < 0) {
@@ -284,7 +331,8 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                 throw new CliFailure(root + ": no such board directory");
             }
             try {
-                GcReport r = FilesystemBulletinBoard.open(root).gc(keep, minAgeSeconds);
+                GcReport r = FilesystemBulletinBoard.open(root, BoardOptions.defaults().withOrphanGrace(leftoverAge))
+                        .gc(keep, minAgeSeconds);
                 PrintStream out = System.out;
                 out.println("newest anchor: " + (r.anchor() == 0 ? "none (the base)" : "version " + r.anchor()));
                 out.println("deleted versions: " + (r.deletedVersions().isEmpty() ? "none" : compact(r.deletedVersions())));
@@ -318,6 +366,16 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
         String msg = e.getMessage() == null ? e.toString() : e.getMessage();
         String file = manifestFile(board, v);
         return msg.startsWith(file) || msg.contains(file + ":") ? msg : file + ": " + msg;
+    }
+
+    /** {@code "; versions 3..N are missing"} when {@code v} starts a run of versions without a directory. */
+    private static String missingRange(BulletinBoard board, long v, long latest) {
+        try {
+            VersionDirectoryListing.Gap gap = VersionDirectoryListing.of(board).gapAt(v, latest);
+            return gap == null || gap.from() == gap.to() ? "" : "; " + gap.describe() + " are missing";
+        } catch (IOException e) {
+            return "";
+        }
     }
 
     private static String relative(Path root, Path file) {
