@@ -18,12 +18,10 @@ import java.util.concurrent.ExecutorService;
 
 /** What every connection of one {@link ProxyServer} shares: settings, collaborators, counters. */
 final class ProxyContext {
-    static final String HEADER_START = "x-stitch-weight-version-start";
-    static final String HEADER_END = "x-stitch-weight-version-end";
-    static final String HEADER_RUN = "x-stitch-run-id";
     private static final Set<String> HOP_BY_HOP = Set.copyOf(ProxyServer.hopByHop());
 
     final ProxyServer.Config config;
+    final RouteTable routes;
     final AdmissionControl admission;
     final SidecarEndpoints endpoints;
     final ProxyStats stats;
@@ -33,35 +31,12 @@ final class ProxyContext {
     ProxyContext(ProxyServer.Config config, AdmissionControl admission, SidecarEndpoints endpoints, ProxyStats stats,
                  UpstreamPool pool, ExecutorService endpointExecutor) {
         this.config = config;
+        this.routes = new RouteTable(config.versionedRoutes());
         this.admission = admission;
         this.endpoints = endpoints;
         this.stats = stats;
         this.pool = pool;
         this.endpointExecutor = endpointExecutor;
-    }
-
-    /** The {@code route} label of {@code requests_total}: known routes by name, anything else "other". */
-    String routeLabel(String route) {
-        if (config.versionedRoutes().contains(route) || ProxyServer.SIDECAR_ROUTES.contains(route)
-                || ProxyServer.BLOCKED_ROUTES.contains(route)) {
-            return route;
-        }
-        return "other";
-    }
-
-    /** Whether a Content-Type names {@code application/json} (case-insensitive, parameters ignored). */
-    static boolean isJson(String contentType) {
-        return "application/json".equals(mediaType(contentType));
-    }
-
-    /** The lower-cased media type of a Content-Type value, without parameters; "" when absent. */
-    static String mediaType(String contentType) {
-        if (contentType == null) {
-            return "";
-        }
-        int semi = contentType.indexOf(';');
-        String type = semi < 0 ? contentType : contentType.substring(0, semi);
-        return type.trim().toLowerCase(Locale.ROOT);
     }
 
     /**
