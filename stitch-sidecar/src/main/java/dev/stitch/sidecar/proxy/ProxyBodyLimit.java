@@ -28,7 +28,7 @@ final class ProxyBodyLimit extends HttpObjectAggregator {
         String routeLabel = oversized instanceof HttpRequest r ? context.routes.classify(r.uri()).label() : "other";
         context.stats.request(routeLabel, 413);
         context.stats.rejection("RequestTooLarge");
-        FullHttpResponse resp = ProxyContext.jsonResponse(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
+        FullHttpResponse resp = ProxyMessages.jsonResponse(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
                 ProxyErrors.requestTooLarge(context.config.maxRequestBodyBytes()), false);
         resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);

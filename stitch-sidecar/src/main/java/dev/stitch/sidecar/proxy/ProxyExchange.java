@@ -10,18 +10,13 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.codec.http.DefaultFullHttpRequest;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -32,11 +27,8 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
-import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -52,8 +44,6 @@ import org.slf4j.LoggerFactory;
  */
 final class ProxyExchange implements UpstreamPool.Listener {
     private static final Logger LOG = LoggerFactory.getLogger(ProxyExchange.class);
-    private static final Set<String> REQUEST_SKIP = Set.of("host", "content-length", "expect");
-    private static final Set<String> RESPONSE_SKIP = Set.of("content-length");
     private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(10);
 
     /** Phases of one request. */
@@ -102,7 +92,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
         this.malformed = !req.decoderResult().isSuccess();
         this.keepAlive = HttpUtil.isKeepAlive(req);
         this.http11 = req.protocolVersion().equals(HttpVersion.HTTP_1_1);
-        this.wantsTrailers = teTrailers(req);
+        this.wantsTrailers = ProxyMessages.acceptsTrailers(req.headers());
         this.requestHeaders = req.headers().copy();
         this.body = ByteBufUtil.getBytes(req.content());
         this.requestContentType = req.headers().get(HttpHeaderNames.CONTENT_TYPE);
@@ -193,37 +183,21 @@ final class ProxyExchange implements UpstreamPool.Listener {
                 ProxyErrors.versionConflict(verdict, r.current(), r.target(), r.latest()), true);
     }
 
-    /** Answers a sidecar-owned route off the event loop, since the control plane may take its locks. */
+    /** Answers a sidecar-owned route from the control plane, bypassing the gate. */
     private void dispatchEndpoint() {
         phase = Phase.FORWARDING;
-        byte[] requestBody = body;
         String name = route.name();
-        CompletableFuture
-                .supplyAsync(() -> switch (name) {
-                    case "health" -> cx.endpoints.health();
-                    case "server_info" -> cx.endpoints.serverInfo();
-                    case "get_weight_version" -> cx.endpoints.weightVersion();
-                    case "rpc_sync_from_bulletin_board" -> cx.endpoints.rpcSync(requestBody);
-                    case "wake" -> cx.endpoints.wake();
-                    default -> cx.endpoints.metrics();
-                }, cx.endpointExecutor)
+        ControlPlaneCall.call(cx.endpoints, name, body, cx.endpointExecutor)
                 .whenComplete((resp, err) -> ctx.executor().execute(() -> {
                     if (phase == Phase.DONE) {
                         return;
                     }
                     if (err != null || resp == null) {
                         LOG.warn("/{} failed: {}", name, err == null ? "no response" : err.toString());
-                        byte[] b = ("{\"error\":{\"type\":\"InternalError\",\"message\":"
-                                + new String(JsonObjectEditor.quote("/" + name + " failed"), StandardCharsets.UTF_8)
-                                + "}}").getBytes(StandardCharsets.UTF_8);
-                        finish(ProxyContext.jsonResponse(HttpResponseStatus.INTERNAL_SERVER_ERROR, b, false));
+                        finish(ProxyMessages.endpointResponse(ControlPlaneCall.failure(name)));
                         return;
                     }
-                    FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1,
-                            HttpResponseStatus.valueOf(resp.status()), Unpooled.wrappedBuffer(resp.body()));
-                    r.headers().set(HttpHeaderNames.CONTENT_TYPE, resp.contentType());
-                    r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, resp.body().length);
-                    finish(r);
+                    finish(ProxyMessages.endpointResponse(resp));
                 }));
     }
 
@@ -245,12 +219,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
             }
             upstream = (Channel) f.getNow();
             upstream.attr(UpstreamPool.LISTENER).set(this);
-            FullHttpRequest out = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.valueOf(method),
-                    cx.pool.basePath() + (uri.startsWith("/") ? uri : "/" + uri),
-                    Unpooled.wrappedBuffer(body));
-            ProxyContext.copyHeaders(requestHeaders, out.headers(), REQUEST_SKIP);
-            out.headers().set(HttpHeaderNames.HOST, cx.pool.hostHeader());
-            HttpUtil.setContentLength(out, body.length);
+            FullHttpRequest out = ProxyMessages.upstreamRequest(method, uri, requestHeaders, body, cx.pool);
             timeout = ctx.executor().schedule(this::timedOut,
                     cx.config.upstreamTimeout().toMillis(), TimeUnit.MILLISECONDS);
             upstream.writeAndFlush(out).addListener(w -> {
@@ -297,26 +266,10 @@ final class ProxyExchange implements UpstreamPool.Listener {
             return;
         }
         phase = Phase.RELAYING;
-        HttpResponse out = new DefaultHttpResponse(HttpVersion.HTTP_1_1, head.status());
-        ProxyContext.copyHeaders(head.headers(), out.headers(), RESPONSE_SKIP);
         boolean appendComment = versioned && eventStream && cx.config.streamEndComment();
         boolean trailer = versioned && wantsTrailers && http11;
-        String length = head.headers().get(HttpHeaderNames.CONTENT_LENGTH);
-        if (versioned) {
-            stamper.stampHeaders((name, value) -> out.headers().set(name, value), null);
-        }
-        if (status == 204 || status == 304) {
-            out.headers().remove(HttpHeaderNames.TRANSFER_ENCODING);
-        } else if (length != null && !appendComment && !trailer) {
-            out.headers().set(HttpHeaderNames.CONTENT_LENGTH, length);
-        } else if (http11) {
-            out.headers().set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
-            if (trailer) {
-                out.headers().set(HttpHeaderNames.TRAILER, ResponseStamper.HEADER_END);
-            }
-        }
-        connectionHeader(out);
-        ctx.writeAndFlush(out);
+        ctx.writeAndFlush(ProxyMessages.streamHead(head, versioned ? stamper : null, appendComment, trailer,
+                keepAlive, http11));
     }
 
     private void responseContent(HttpContent content) {
@@ -367,11 +320,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
                     true);
             return;
         }
-        FullHttpResponse out = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, upstreamHead.status(),
-                Unpooled.wrappedBuffer(stamped));
-        ProxyContext.copyHeaders(upstreamHead.headers(), out.headers(), RESPONSE_SKIP);
-        stamper.stampHeaders((name, value) -> out.headers().set(name, value), end);
-        out.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, stamped.length);
+        FullHttpResponse out = ProxyMessages.bufferedResponse(upstreamHead, stamped, stamper, end);
         releaseUpstream();
         finish(out);
     }
@@ -479,7 +428,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
     private void reject(HttpResponseStatus st, String type, byte[] errorBody, boolean retryAfter) {
         cx.stats.rejection(type);
         discardUpstream();
-        finish(ProxyContext.jsonResponse(st, errorBody, retryAfter));
+        finish(ProxyMessages.jsonResponse(st, errorBody, retryAfter));
     }
 
     private void finish(FullHttpResponse response) {
@@ -487,7 +436,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
             response.release();
             return;
         }
-        connectionHeader(response);
+        ProxyMessages.connectionHeader(response, keepAlive, http11);
         complete(response, response.status().code());
     }
 
@@ -556,27 +505,5 @@ final class ProxyExchange implements UpstreamPool.Listener {
         if (ch != null) {
             cx.pool.discard(ch);
         }
-    }
-
-    private void connectionHeader(HttpResponse r) {
-        if (!keepAlive) {
-            r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-        } else if (!http11) {
-            r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
-        }
-    }
-
-    /** Whether the client's {@code TE} accepts trailers, so a stream may end with the end-version trailer. */
-    private static boolean teTrailers(FullHttpRequest req) {
-        for (String te : req.headers().getAll(HttpHeaderNames.TE)) {
-            for (String token : te.split(",")) {
-                String t = token.trim().toLowerCase(Locale.ROOT);
-                int semi = t.indexOf(';');
-                if ((semi < 0 ? t : t.substring(0, semi).trim()).equals("trailers")) {
-                    return true;
-                }
-            }
-        }
-        return false;
     }
 }
