@@ -25,23 +25,12 @@ final class ProxyBodyLimit extends HttpObjectAggregator {
 
     @Override
     protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
-        String route = oversized instanceof HttpRequest r
-                ? ProxyServer.stripSlashes(pathOf(r.uri())) : "";
-        context.stats.request(context.routeLabel(route), 413);
+        String routeLabel = oversized instanceof HttpRequest r ? context.routes.classify(r.uri()).label() : "other";
+        context.stats.request(routeLabel, 413);
         context.stats.rejection("RequestTooLarge");
-        FullHttpResponse resp = ProxyContext.jsonResponse(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
+        FullHttpResponse resp = ProxyMessages.jsonResponse(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE,
                 ProxyErrors.requestTooLarge(context.config.maxRequestBodyBytes()), false);
         resp.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         ctx.writeAndFlush(resp).addListener(ChannelFutureListener.CLOSE);
-    }
-
-    static String pathOf(String uri) {
-        int q = uri.indexOf('?');
-        String path = q < 0 ? uri : uri.substring(0, q);
-        if (path.startsWith("http://") || path.startsWith("https://")) {
-            int slash = path.indexOf('/', path.indexOf("//") + 2);
-            path = slash < 0 ? "/" : path.substring(slash);
-        }
-        return path;
     }
 }

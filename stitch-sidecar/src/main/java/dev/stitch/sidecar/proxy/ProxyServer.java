@@ -82,7 +82,7 @@ public final class ProxyServer implements AutoCloseable {
             }
             Set<String> routes = new LinkedHashSet<>();
             for (String r : versionedRoutes) {
-                String stripped = stripSlashes(r.trim());
+                String stripped = RouteTable.routeName(r);
                 if (!stripped.isEmpty()) {
                     routes.add(stripped);
                 }
@@ -136,7 +136,7 @@ public final class ProxyServer implements AutoCloseable {
         public static Set<String> parseRoutes(String csv) {
             Set<String> out = new LinkedHashSet<>();
             for (String r : csv.split(",")) {
-                String s = stripSlashes(r.trim());
+                String s = RouteTable.routeName(r);
                 if (!s.isEmpty()) {
                     out.add(s);
                 }
@@ -239,18 +239,6 @@ public final class ProxyServer implements AutoCloseable {
             endpointExecutor.shutdownNow();
             endpointExecutor = null;
         }
-    }
-
-    static String stripSlashes(String path) {
-        int from = 0;
-        int to = path.length();
-        while (from < to && path.charAt(from) == '/') {
-            from++;
-        }
-        while (to > from && path.charAt(to - 1) == '/') {
-            to--;
-        }
-        return path.substring(from, to);
     }
 
     static List<String> hopByHop() {

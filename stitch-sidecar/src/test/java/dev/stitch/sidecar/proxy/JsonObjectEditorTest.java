@@ -79,7 +79,7 @@ class JsonObjectEditorTest {
     @Test
     void ridsAre32LowercaseHex() {
         for (int i = 0; i < 100; i++) {
-            String rid = ProxyHandler.newRid();
+            String rid = RequestRewrite.newRid();
             assertEquals(32, rid.length());
             assertEquals(rid, rid.toLowerCase());
             assertEquals(true, rid.matches("[0-9a-f]{32}"));

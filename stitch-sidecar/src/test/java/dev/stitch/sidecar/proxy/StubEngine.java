@@ -38,7 +38,7 @@ final class StubEngine implements AutoCloseable {
         }
 
         String route() {
-            return ProxyServer.stripSlashes(ProxyBodyLimit.pathOf(uri));
+            return RouteTable.routeOf(uri);
         }
     }
 

@@ -1,0 +1,97 @@
+package dev.stitch.sidecar.proxy;
+
+import java.util.Set;
+
+/**
+ * Which kind of route a request target names (board-and-sidecar.md 4.1): versioned (gated and
+ * stamped), sidecar-owned (answered by the control plane), blocked (403), or pass-through. Every
+ * request target becomes a route name through {@link #routeOf(String)} and nowhere else, so the
+ * spelling rules for paths live in one place.
+ */
+final class RouteTable {
+
+    /** How the data plane treats a route. */
+    enum Kind {
+        /** Gated by admission, rewritten and stamped (board-and-sidecar.md 4.3–4.5). */
+        VERSIONED,
+        /** Answered by the control plane without the gate (board-and-sidecar.md 5). */
+        SIDECAR,
+        /** Never forwarded: 403 {@code RouteBlocked} for any method. */
+        BLOCKED,
+        /** Forwarded as is, ungated and unstamped (board-and-sidecar.md 4.6). */
+        PASS_THROUGH
+    }
+
+    /**
+     * One classified request target.
+     *
+     * @param name  the route: the path with leading and trailing slashes stripped
+     * @param kind  how the data plane treats it
+     */
+    record Route(String name, Kind kind) {
+
+        /** The {@code route} label of {@code requests_total}: known routes by name, anything else "other". */
+        String label() {
+            return kind == Kind.PASS_THROUGH ? "other" : name;
+        }
+    }
+
+    private final Set<String> versioned;
+
+    /** A table whose versioned routes are {@code versioned} (names already slash-stripped). */
+    RouteTable(Set<String> versioned) {
+        this.versioned = Set.copyOf(versioned);
+    }
+
+    /** Classifies a raw request target (origin form or absolute form, query allowed). */
+    Route classify(String requestTarget) {
+        String name = routeOf(requestTarget);
+        return new Route(name, kindOf(name));
+    }
+
+    /** The kind of a route name; blocked and sidecar routes win over a versioned entry of the same name. */
+    Kind kindOf(String name) {
+        if (ProxyServer.BLOCKED_ROUTES.contains(name)) {
+            return Kind.BLOCKED;
+        }
+        if (ProxyServer.SIDECAR_ROUTES.contains(name)) {
+            return Kind.SIDECAR;
+        }
+        return versioned.contains(name) ? Kind.VERSIONED : Kind.PASS_THROUGH;
+    }
+
+    /**
+     * The route named by a raw request target: its path without query string and without the
+     * scheme and authority of an absolute-form target, with leading and trailing slashes stripped.
+     */
+    static String routeOf(String requestTarget) {
+        return stripSlashes(pathOf(requestTarget));
+    }
+
+    /** A configured route name in the form {@link #routeOf(String)} produces. */
+    static String routeName(String configured) {
+        return stripSlashes(configured.trim());
+    }
+
+    private static String pathOf(String requestTarget) {
+        int q = requestTarget.indexOf('?');
+        String path = q < 0 ? requestTarget : requestTarget.substring(0, q);
+        if (path.startsWith("http://") || path.startsWith("https://")) {
+            int slash = path.indexOf('/', path.indexOf("//") + 2);
+            path = slash < 0 ? "/" : path.substring(slash);
+        }
+        return path;
+    }
+
+    private static String stripSlashes(String path) {
+        int from = 0;
+        int to = path.length();
+        while (from < to && path.charAt(from) == '/') {
+            from++;
+        }
+        while (to > from && path.charAt(to - 1) == '/') {
+            to--;
+        }
+        return path.substring(from, to);
+    }
+}
