@@ -4,6 +4,7 @@ import dev.stitch.cli.ByteSize;
 
 import dev.stitch.cli.CliFailure;
 import dev.stitch.cli.StitchSubcommand;
+import dev.stitch.rehearsal.TrainerStep;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;

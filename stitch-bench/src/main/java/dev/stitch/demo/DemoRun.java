@@ -19,6 +19,8 @@ import dev.stitch.publish.Backend;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.Weights;
 import dev.stitch.publish.WeightPublisher;
+import dev.stitch.rehearsal.SyntheticModel;
+import dev.stitch.rehearsal.TrainerStep;
 import dev.stitch.tensor.TensorSpec;
 import dev.stitch.digest.WeightsDigest;
 import dev.stitch.encode.TensorData;

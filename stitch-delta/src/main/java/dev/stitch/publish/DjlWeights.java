@@ -15,6 +15,7 @@ import java.util.List;
  * Weights from DJL arrays. This is the only class of the publisher that references DJL, which is an
  * optional dependency: the rest of the API loads and works without DJL on the class path.
  */
+@SuppressWarnings("exports") // DJL types in the signatures: whoever calls this already has DJL, so no module re-exports it
 public final class DjlWeights {
 
     private DjlWeights() {

@@ -69,10 +69,6 @@ public final class Sidecar implements AutoCloseable {
         return worker;
     }
 
-    public ControlEndpoints endpoints() {
-        return endpoints;
-    }
-
     public ProxyServer proxy() {
         return proxy;
     }

@@ -1,8 +1,8 @@
 package dev.stitch.cookbook.checkpointtodeltas;
 
 import dev.stitch.cli.StitchCli;
-import dev.stitch.demo.SyntheticModel;
-import dev.stitch.demo.TrainerStep;
+import dev.stitch.rehearsal.SyntheticModel;
+import dev.stitch.rehearsal.TrainerStep;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;

@@ -5,7 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
-import dev.stitch.demo.SyntheticModel;
+import dev.stitch.rehearsal.SyntheticModel;
 import dev.stitch.engine.SglangSettings;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.WeightPublisher;

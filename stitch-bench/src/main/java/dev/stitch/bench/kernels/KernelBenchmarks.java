@@ -37,7 +37,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * whole pass over the model (single-shot), the snapshot and destination are reset and the cache
  * evicted outside the timed region, and every result is checked bit-exact afterwards.
  * {@code stitch bench kernels} runs these; they also run standalone:
- * {@code java -cp stitch.jar org.openjdk.jmh.Main KernelBenchmarks -p size=256m}.
+ * {@code java -cp stitch-bench.jar org.openjdk.jmh.Main KernelBenchmarks -p size=256m}.
  */
 @BenchmarkMode(Mode.SingleShotTime)
 @OutputTimeUnit(TimeUnit.MILLISECONDS)

@@ -1,6 +1,6 @@
 package dev.stitch.bench.simulate;
 
-import dev.stitch.demo.SyntheticModel;
+import dev.stitch.rehearsal.SyntheticModel;
 import dev.stitch.encode.TensorData;
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsWriter;

@@ -1,4 +1,4 @@
-package dev.stitch.demo;
+package dev.stitch.rehearsal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;

@@ -1,4 +1,4 @@
-package dev.stitch.demo;
+package dev.stitch.rehearsal;
 
 import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;

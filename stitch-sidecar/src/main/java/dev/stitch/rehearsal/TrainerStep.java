@@ -1,4 +1,4 @@
-package dev.stitch.demo;
+package dev.stitch.rehearsal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

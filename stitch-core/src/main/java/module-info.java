@@ -1,0 +1,15 @@
+/**
+ * The stitch protocol model and the bulletin board: manifests, pointers, canonical JSON, the
+ * filesystem board, and the XXH3 hashing contract that artifact checksums follow.
+ */
+module dev.stitch.core {
+    requires transitive com.fasterxml.jackson.databind;
+    requires org.slf4j;
+
+    exports dev.stitch.board;
+    exports dev.stitch.hash;
+    exports dev.stitch.protocol;
+
+    // stitch-native registers its SIMD hasher here, so core hashes at native speed without depending on it.
+    uses dev.stitch.hash.Xxh3Provider;
+}

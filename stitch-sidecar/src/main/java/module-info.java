@@ -1,0 +1,39 @@
+/**
+ * The rollout side: the sync control plane, the Netty proxy that admits requests by weight version,
+ * SGLang adapters, the reference engine, the zero-GPU rehearsal kit and the {@code stitch} CLI.
+ */
+module dev.stitch.sidecar {
+    requires transitive dev.stitch.delta;
+    requires transitive info.picocli;
+    // The proxy's event-loop choice hands out Netty channel types.
+    requires transitive io.netty.transport;
+    requires io.netty.buffer;
+    requires io.netty.codec;
+    requires io.netty.codec.http;
+    requires io.netty.common;
+    requires io.netty.handler;
+    requires io.netty.transport.classes.epoll;
+    requires java.net.http;
+    requires org.slf4j;
+
+    exports dev.stitch.cli;
+    exports dev.stitch.engine;
+    exports dev.stitch.refengine;
+    exports dev.stitch.rehearsal;
+    exports dev.stitch.sidecar;
+    exports dev.stitch.sidecar.proxy;
+    exports dev.stitch.sync;
+
+    // picocli sets the commands' option fields by reflection.
+    opens dev.stitch.cli to info.picocli;
+
+    uses dev.stitch.cli.StitchSubcommand;
+    provides dev.stitch.cli.StitchSubcommand with
+            dev.stitch.cli.BoardCommand,
+            dev.stitch.cli.PublishCommand,
+            dev.stitch.cli.ApplyCommand,
+            dev.stitch.cli.InspectCommand,
+            dev.stitch.cli.SidecarCommand,
+            dev.stitch.cli.RefEngineCommand,
+            dev.stitch.cli.DoctorCommand;
+}
