@@ -51,15 +51,23 @@ final class RolloutEngine implements AutoCloseable {
      * Engine mode (board-and-sidecar.md 7.2): the engine applies the {@code sparse_delta} files
      * {@code files} (relative to {@code versionDir}) to the weights it serves, in place, labelled
      * {@code version}; then one generate request, checked as {@link #reloadAndServe} checks it.
+     *
+     * @return CPU nanoseconds the engine's loading thread spent on the apply
      */
-    void applyInPlaceAndServe(Path versionDir, List<String> files, String version, String expectedDigest)
+    long applyInPlaceAndServe(Path versionDir, List<String> files, String version, String expectedDigest)
             throws IOException, InterruptedException {
         ObjectNode body = JSON.createObjectNode().put("model_path", versionDir.toAbsolutePath().toString())
                 .put("load_format", "delta").put("weight_version", version).put("flush_cache", false);
         ArrayNode list = body.putArray("files");
         files.forEach(list::add);
+        long cpuBefore = Math.max(0, engine.loaderCpuNanos());
         load("engine in-place delta apply", body);
+        long cpu = engine.loaderCpuNanos() - cpuBefore;
         serve(version, expectedDigest);
+        if (cpu <= 0) {
+            throw new IOException("this JVM cannot measure the CPU time of the engine's loading thread");
+        }
+        return cpu;
     }
 
     private void load(String what, ObjectNode body) throws IOException, InterruptedException {

@@ -244,8 +244,9 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
             out.println("the fastest reload measured with the reference engine (--reload-gbps measured), not a GPU engine's figure.");
         }
         out.println("mode=engine (patched SGLang, load_format=delta): pipelined encode, transfer; pause = in-place apply = model GiB");
-        out.println("x the reference engine's in-place seconds per GiB measured here at this density (in_place_apply_s_per_gib,");
-        out.println("fastest of 3, one engine thread, not scaled by cores). Only sparse_delta has engine mode; disk_delta and");
+        out.println("x the reference engine's in-place CPU seconds per GiB at this density (in_place_apply_s_per_gib_core: its loading");
+        out.println("thread in the fastest of 3 applies measured here; one thread, not divided by cores). Measured engine rows: the");
+        out.println("same run's last file across the link + that apply's wall time. Only sparse_delta has engine mode; disk_delta and");
         out.println("stitch_delta are host mode only, and a full checkpoint is a reload in either mode.");
         out.println("dominant_stage = the longest of encode, transfer, apply, reload, in_place_apply.");
     }

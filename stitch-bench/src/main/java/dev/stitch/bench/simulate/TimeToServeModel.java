@@ -14,7 +14,7 @@ import java.util.List;
  * the memory traffic the stage needs per model byte (delta-formats.md 7.2) and by disk bandwidth for
  * the bytes the stage writes or reads; transfer is bytes over the link plus one RTT per file; reload
  * is model bytes over the reload bandwidth; the in-place apply is the reference engine's measured
- * seconds per GiB of model at the same density, times the model's GiB.
+ * CPU seconds per GiB of model at the same density (one thread), times the model's GiB.
  */
 final class TimeToServeModel {
     /** The names a row's {@code dominant_stage} takes. */
@@ -106,8 +106,9 @@ final class TimeToServeModel {
 
     /**
      * Engine mode: encode and transfer pipelined, then the patched engine applies the delta in place
-     * at {@code inPlaceSecondsPerGib}, the reference engine's measured seconds per GiB of model at this
-     * density (the delta's bytes and the engine's pass over its parameters both grow with the model).
+     * at {@code inPlaceSecondsPerGib}, the reference engine's measured CPU seconds per GiB of model at
+     * this density on one thread (the delta's bytes and the engine's pass over its parameters both grow
+     * with the model).
      */
     static Projection projectEngine(StageCosts measured, double inPlaceSecondsPerGib, double modelBytes, double density,
                                     int elementWidth, HostProfile host) {

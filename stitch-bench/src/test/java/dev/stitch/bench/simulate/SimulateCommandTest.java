@@ -67,7 +67,7 @@ class SimulateCommandTest {
                 // The patched engine applies the delta itself: no host apply, no reload, an in-place pause.
                 assertEquals(0, apply);
                 assertEquals(0, reload);
-                assertTrue(inPlace > 0 && row.get("in_place_apply_s_per_gib").asDouble() > 0, row.toString());
+                assertTrue(inPlace > 0 && row.get("in_place_apply_s_per_gib_core").asDouble() > 0, row.toString());
             } else {
                 assertEquals(0, inPlace);
                 assertTrue(reload > 0 && row.get("reload_gbps").asDouble() > 0, row.toString());
