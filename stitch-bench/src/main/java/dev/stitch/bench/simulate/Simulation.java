@@ -34,21 +34,23 @@ final class Simulation {
     }
 
     /**
-     * A measured run: its costs, pipeline result, and the reference engine's in-place apply of the
-     * same version (NaN for backends the engine does not apply in place).
-     *
-     * @param inPlaceS    wall seconds from the in-place apply request to the first response at v+1
-     * @param inPlaceCpuS CPU seconds the engine's loading thread spent on that apply
+     * A measured run: its costs, its pipeline result, and the reference engine's in-place apply of the
+     * same version ({@link InPlaceApply#NONE} for backends the engine does not apply in place).
      */
-    record Measured(CodecSpec spec, StageCosts costs, SimulationPipeline.Result result, double inPlaceS, double inPlaceCpuS) {
+    record Measured(CodecSpec spec, StageCosts costs, SimulationPipeline.Result result, InPlaceApply inPlace) {
 
-        boolean inPlace() {
-            return !Double.isNaN(inPlaceS);
+        boolean appliedInPlace() {
+            return !Double.isNaN(inPlace.wallS());
         }
     }
 
-    /** The fastest in-place apply of one version: wall seconds and the CPU seconds of that same repetition. */
-    private record InPlaceApply(double wallS, double cpuS) {
+    /**
+     * The fastest in-place apply of one version.
+     *
+     * @param wallS wall seconds from the apply request to the first response at v+1
+     * @param cpuS  CPU seconds the engine's loading thread spent on that same apply
+     */
+    record InPlaceApply(double wallS, double cpuS) {
         static final InPlaceApply NONE = new InPlaceApply(Double.NaN, Double.NaN);
     }
 
@@ -98,7 +100,7 @@ final class Simulation {
                     InPlaceApply inPlace = ServeMode.engineAppliesInPlace(spec.backend())
                             ? measureInPlace(engine, base, runDir.resolve("rollout-board"), r.received(), digest)
                             : InPlaceApply.NONE;
-                    measured.add(new Measured(spec, costs, r, inPlace.wallS(), inPlace.cpuS()));
+                    measured.add(new Measured(spec, costs, r, inPlace));
                     ScratchDirectories.delete(runDir);
                     done++;
                 }
@@ -123,18 +125,18 @@ final class Simulation {
             costs(row, m.costs());
             row.put("reload_gbps", modelBytes / r.reloadS() / 1e9);
             row.put("reload_gbps_source", "measured");
-            if (m.inPlace()) {
+            if (m.appliedInPlace()) {
                 // Engine mode skips the host apply: the pause follows the last file's arrival.
                 TimeToServeModel.Projection engine = new TimeToServeModel.Projection(r.encodeS(), r.transferS(), 0, 0,
-                        m.inPlaceS(), r.bytes(), r.files());
+                        m.inPlace().wallS(), r.bytes(), r.files());
                 Map<String, Object> e = out.row();
                 identity(e, m.spec(), ServeMode.ENGINE, modelBytes / 2, measuredDensity, plan.linkMbps().getFirst(), false);
                 e.put("measured_link_mbps", measuredLinkMbps);
-                stages(e, engine, r.transferDoneS() + m.inPlaceS(), 1, 1);
+                stages(e, engine, r.transferDoneS() + m.inPlace().wallS(), 1, 1);
                 e.put("encode_cpu_s", m.costs().encodeS());
-                e.put("in_place_apply_cpu_s", m.inPlaceCpuS());
+                e.put("in_place_apply_cpu_s", m.inPlace().cpuS());
                 costs(e, m.costs());
-                e.put("in_place_apply_s_per_gib_core", m.inPlaceCpuS() / (modelBytes / StageCosts.GIB));
+                e.put("in_place_apply_s_per_gib_core", m.inPlace().cpuS() / (modelBytes / StageCosts.GIB));
             }
         }
         String reloadSource = plan.reloadGbps() != null ? "--reload-gbps" : "measured";
@@ -149,9 +151,9 @@ final class Simulation {
                 costs(row, m.costs());
                 row.put("reload_gbps", reloadGbps);
                 row.put("reload_gbps_source", reloadSource);
-                if (m.inPlace()) {
+                if (m.appliedInPlace()) {
                     // CPU time, like host apply: on a shared machine wall time also counts waiting for a core.
-                    double perGib = m.inPlaceCpuS() / (modelBytes / StageCosts.GIB);
+                    double perGib = m.inPlace().cpuS() / (modelBytes / StageCosts.GIB);
                     TimeToServeModel.Projection e = TimeToServeModel.projectEngine(m.costs(), perGib, plan.modelBytes(),
                             plan.density(), 2, host);
                     Map<String, Object> engineRow = out.row();
