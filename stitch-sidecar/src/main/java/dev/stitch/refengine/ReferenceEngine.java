@@ -16,6 +16,7 @@ import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -121,6 +122,7 @@ public final class ReferenceEngine implements AutoCloseable {
     private long totalCalls;
     private EventLoopGroup group;
     private ExecutorService loader;
+    private volatile Thread loaderThread;
     private Channel serverChannel;
 
     public ReferenceEngine(Config config) {
@@ -137,6 +139,7 @@ public final class ReferenceEngine implements AutoCloseable {
         group = EventLoops.group(config.ioThreads(), "stitch-ref-engine");
         loader = Executors.newSingleThreadExecutor(r -> {
             Thread t = new Thread(r, "stitch-ref-engine-loader");
+            loaderThread = t;
             t.setDaemon(true);
             return t;
         });
@@ -296,6 +299,16 @@ public final class ReferenceEngine implements AutoCloseable {
 
     ExecutorService loader() {
         return loader;
+    }
+
+    /**
+     * CPU time the weight-loading thread (reloads and in-place delta applies) has used so far, in
+     * nanoseconds, or -1 before its first load or where the JVM cannot measure it; lets a benchmark
+     * cost a load without counting the time it waited for a core.
+     */
+    public long loaderCpuNanos() {
+        Thread t = loaderThread;
+        return t == null ? -1 : ManagementFactory.getThreadMXBean().getThreadCpuTime(t.threadId());
     }
 
     /** Registers a generation; returns false (and queues {@code whenResumed}) while paused. */

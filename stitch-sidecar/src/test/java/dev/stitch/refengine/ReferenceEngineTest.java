@@ -153,12 +153,14 @@ class ReferenceEngineTest {
         start(Duration.ZERO);
         Path version = SPARSE.resolve("deltas/weight_v000001");
         String files = "[\"rank0000_flush000000.safetensors\",\"rank0000_flush000001.safetensors\",\"rank0000_flush000002.safetensors\"]";
+        assertEquals(-1, engine.loaderCpuNanos(), "no load has run yet");
         HttpResponse<String> r = post("/update_weights_from_disk", "{\"model_path\":\"" + version + "\",\"files\":" + files
                 + ",\"load_format\":\"delta\",\"weight_version\":\"1\",\"flush_cache\":false}");
         assertEquals(200, r.statusCode(), r.body());
         assertTrue(JSON.readTree(r.body()).path("success").asBoolean());
         assertEquals(digestOf(checkpoint("new.safetensors")), engine.weightsDigest());
         assertEquals("1", engine.weightVersion());
+        assertTrue(engine.loaderCpuNanos() > 0, "the delta apply ran on the loader thread and used its CPU");
         JsonNode g = JSON.readTree(post("/generate", "{\"text\":\"hi\"}").body());
         assertEquals("1", g.path("meta_info").path("weight_version").asText());
         assertEquals(engine.weightsDigest(), g.path("meta_info").path("weights_digest").asText());

@@ -164,7 +164,7 @@ public final class BenchReport {
             if (BenchInputs.number(r, "model_params") != largest) {
                 continue;
             }
-            String series = encodingLabel(r) + " @" + densityLabel(r);
+            String series = simulateLabel(r) + " @" + densityLabel(r);
             link.add(series, BenchInputs.number(r, "link_mbps"), BenchInputs.number(r, "time_to_serve_s"));
         }
         double firstLink = Double.NaN;
@@ -175,11 +175,12 @@ public final class BenchReport {
                     firstLink = l;
                 }
                 if (l == firstLink) {
-                    String cat = encodingLabel(r);
+                    String cat = simulateLabel(r);
                     stages.add("encode", cat, BenchInputs.number(r, "encode_s"));
                     stages.add("transfer", cat, BenchInputs.number(r, "transfer_s"));
                     stages.add("apply", cat, BenchInputs.number(r, "apply_s"));
                     stages.add("reload", cat, BenchInputs.number(r, "reload_s"));
+                    stages.add("in-place apply", cat, BenchInputs.number(r, "in_place_apply_s"));
                     stages.add("time to serve", cat, BenchInputs.number(r, "time_to_serve_s"));
                     stages.add("sequential", cat, BenchInputs.number(r, "sequential_s"));
                 }
@@ -190,7 +191,7 @@ public final class BenchReport {
         chart("simulate-link.png", link.isEmpty() ? null : f -> ChartSet.xy(f, "Time to serve v+1 vs link speed (" + what + ")",
                 "link MB/s", "seconds", link, true, true),
                 "Trainer step end to first request servable at v+1, with encode, transfer and apply pipelined per chunk, "
-                + "then one engine reload (" + what + ").");
+                + "then one engine reload; engine-mode rows pipeline encode and transfer, then apply in place (" + what + ").");
         double shownLink = firstLink;
         chart("simulate-stages.png", stages.isEmpty() ? null : f -> ChartSet.bars(f,
                 "Stage times at " + String.format(Locale.ROOT, "%.0f", shownLink) + " MB/s (" + what + ")",
@@ -261,6 +262,11 @@ public final class BenchReport {
         String backend = BenchInputs.text(r, "backend");
         String encoding = BenchInputs.text(r, "encoding");
         return backend.equals(encoding) || "-".equals(encoding) ? backend : backend + "/" + encoding;
+    }
+
+    /** A simulate row's backend/encoding, marked when it is the engine-mode row beside the host-mode one. */
+    private static String simulateLabel(Map<String, Object> r) {
+        return "engine".equals(r.get("mode")) ? encodingLabel(r) + " (engine)" : encodingLabel(r);
     }
 
     private static String densityLabel(Map<String, Object> r) {

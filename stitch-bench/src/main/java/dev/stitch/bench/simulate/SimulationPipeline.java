@@ -3,6 +3,7 @@ package dev.stitch.bench.simulate;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -19,9 +20,14 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class SimulationPipeline {
 
-    /** Measured busy time of each stage and the end-to-end time of one version. */
+    /**
+     * Measured busy time of each stage and the end-to-end time of one version.
+     *
+     * @param transferDoneS seconds from the step end until the last file had crossed the link
+     * @param received      the files that crossed, relative to the rollout-side board copy, in chunk order
+     */
     record Result(double encodeS, double transferS, double applyS, double reloadS, double timeToServeS,
-                  long bytes, int files) {
+                  long bytes, int files, double transferDoneS, List<String> received) {
 
         double slowestStageS() {
             return Math.max(encodeS, Math.max(transferS, applyS));
@@ -59,6 +65,8 @@ final class SimulationPipeline {
         AtomicLong applyNanos = new AtomicLong();
         LongAdder bytes = new LongAdder();
         LongAdder files = new LongAdder();
+        AtomicLong transferDone = new AtomicLong();
+        List<String> received = Collections.synchronizedList(new ArrayList<>());
 
         ExecutorService encoder = stage("simulate-encode");
         ExecutorService wire = stage("simulate-transfer");
@@ -68,6 +76,7 @@ final class SimulationPipeline {
             CompletableFuture.allOf(CompletableFuture.runAsync(() -> { }, encoder), CompletableFuture.runAsync(() -> { }, wire),
                     CompletableFuture.runAsync(() -> { }, applier)).join();
             long stepEnd = System.nanoTime();
+            transferDone.set(stepEnd);
             List<CompletableFuture<Chunk>> done = new ArrayList<>();
             for (int i = 0; i < codec.chunks(); i++) {
                 int index = i;
@@ -77,7 +86,9 @@ final class SimulationPipeline {
                             for (String f : c.files()) {
                                 bytes.add(link.copy(trainerDir.resolve(f), rolloutDir.resolve(f)));
                                 files.increment();
+                                received.add(f);
                             }
+                            transferDone.set(System.nanoTime());
                             return c;
                         }), wire)
                         .thenApplyAsync(c -> timed(applyNanos, () -> {
@@ -97,7 +108,7 @@ final class SimulationPipeline {
             double reloadS = (served - reloadStart) / 1e9;
             double timeToServe = (served - stepEnd) / 1e9;
             return new Result(encodeNanos.get() / 1e9, transferNanos.get() / 1e9, applyNanos.get() / 1e9, reloadS,
-                    timeToServe, bytes.sum(), files.intValue());
+                    timeToServe, bytes.sum(), files.intValue(), (transferDone.get() - stepEnd) / 1e9, List.copyOf(received));
         } finally {
             encoder.shutdownNow();
             wire.shutdownNow();

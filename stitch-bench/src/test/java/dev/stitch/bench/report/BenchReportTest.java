@@ -164,18 +164,22 @@ class BenchReportTest {
         BenchResults r = new BenchResults("simulate");
         for (boolean extrapolated : new boolean[] {false, true}) {
             for (double link : new double[] {100, 300, 1000}) {
-                for (String[] e : new String[][] {{"full", "full"}, {"stitch_delta", "xor"}, {"disk_delta", "xor"}}) {
+                for (String[] e : new String[][] {{"full", "full", "host"}, {"stitch_delta", "xor", "host"},
+                    {"disk_delta", "xor", "host"}, {"sparse_delta", "deltas_zstd", "engine"}}) {
                     Map<String, Object> row = r.row();
                     row.put("backend", e[0]);
                     row.put("encoding", e[1]);
+                    row.put("mode", e[2]);
                     row.put("model_params", extrapolated ? 70e9 : 134217728.0);
                     row.put("density", 0.03);
                     row.put("link_mbps", link);
                     double transfer = (e[0].equals("full") ? 140e9 : 4.5e9) / (link * 1e6);
                     row.put("encode_s", 5.0);
                     row.put("transfer_s", transfer);
-                    row.put("apply_s", 4.0);
-                    row.put("reload_s", 30.0);
+                    boolean engine = e[2].equals("engine");
+                    row.put("apply_s", engine ? 0.0 : 4.0);
+                    row.put("reload_s", engine ? 0.0 : 30.0);
+                    row.put("in_place_apply_s", engine ? 12.0 : 0.0);
                     row.put("slowest_stage_s", Math.max(5.0, transfer));
                     row.put("time_to_serve_s", Math.max(5.0, transfer) + 1 + 30);
                     row.put("sequential_s", 5 + 4 + transfer + 30);

@@ -42,15 +42,59 @@ class TimeToServeModelTest {
     @Test
     void pipelinedTimeMeetsTheTargetAndBeatsTheSum() {
         for (int chunks : new int[] {8, 16, 64}) {
-            TimeToServeModel.Projection p = new TimeToServeModel.Projection(10, 30, 5, 20, 1, 1);
+            TimeToServeModel.Projection p = new TimeToServeModel.Projection(10, 30, 5, 20, 0, 1, 1);
             double t = p.pipelinedS(chunks);
             assertEquals(30 + 15.0 / chunks + 20, t, 1e-9);
             assertTrue(t <= 1.2 * p.slowestStageS() + p.reloadS());
             assertTrue(t < p.sequentialS());
         }
         // One chunk is no pipeline at all: the stages add up.
-        TimeToServeModel.Projection p = new TimeToServeModel.Projection(10, 30, 5, 20, 1, 1);
+        TimeToServeModel.Projection p = new TimeToServeModel.Projection(10, 30, 5, 20, 0, 1, 1);
         assertEquals(p.sequentialS(), p.pipelinedS(1), 1e-9);
+    }
+
+    @Test
+    void engineModeSwapsHostApplyAndReloadForTheInPlaceApply() {
+        StageCosts c = new StageCosts("sparse_delta", "deltas_zstd", (long) GIB, 2.0, 1, 42_000_000, 16, 1.0, 1);
+        HostProfile host = new HostProfile(32, 16, 1e6, 1e6, 2, 300e6, 0.05, 16);
+        TimeToServeModel.Projection h = TimeToServeModel.project(c, 140 * GIB, 0.03, 2, host);
+        TimeToServeModel.Projection e = TimeToServeModel.projectEngine(c, 0.1, 140 * GIB, 0.03, 2, host);
+        // The same trainer and link work in both modes.
+        assertEquals(h.encodeS(), e.encodeS(), 1e-9);
+        assertEquals(h.transferS(), e.transferS(), 1e-9);
+        assertEquals(h.bytes(), e.bytes(), 1e-3);
+        assertEquals(0, e.applyS());
+        assertEquals(0, e.reloadS());
+        assertEquals(0, h.inPlaceApplyS());
+        assertEquals(140 * 0.1, e.inPlaceApplyS(), 1e-9);
+        assertEquals(e.inPlaceApplyS(), e.pauseS(), 1e-9);
+        assertEquals(e.encodeS() + e.transferS() + e.inPlaceApplyS(), e.sequentialS(), 1e-9);
+        double slowest = Math.max(e.encodeS(), e.transferS());
+        assertEquals(slowest + (e.encodeS() + e.transferS() - slowest) / 16 + e.inPlaceApplyS(), e.pipelinedS(16), 1e-9);
+        // A 2 GB/s reload of 150 GB dominates host mode; the in-place apply of 14 s beats it.
+        assertEquals("reload", h.dominantStage());
+        assertTrue(e.pipelinedS(16) < h.pipelinedS(16), e + " vs " + h);
+        assertTrue(TimeToServeModel.STAGES.contains(e.dominantStage()));
+    }
+
+    @Test
+    void dominantStageIsTheLongestStage() {
+        assertEquals("encode", TimeToServeModel.dominantStage(5, 1, 1, 1, 0));
+        assertEquals("transfer", TimeToServeModel.dominantStage(1, 5, 1, 1, 0));
+        assertEquals("apply", TimeToServeModel.dominantStage(1, 1, 5, 1, 0));
+        assertEquals("reload", TimeToServeModel.dominantStage(1, 1, 1, 5, 0));
+        assertEquals("in_place_apply", TimeToServeModel.dominantStage(1, 1, 0, 0, 5));
+        assertEquals(5, TimeToServeModel.STAGES.size());
+    }
+
+    @Test
+    void engineModeRefusesFullCheckpointsAndImpossibleCosts() {
+        HostProfile host = new HostProfile(32, 16, 100, 2, 2, 300e6, 0.05, 16);
+        StageCosts full = new StageCosts("full", "full", (long) GIB, 0.5, 1, (long) GIB, 16, 0.3, 1);
+        StageCosts sparse = new StageCosts("sparse_delta", "deltas", (long) GIB, 0.5, 1, 60_000_000, 16, 0.3, 1);
+        assertThrows(IllegalArgumentException.class, () -> TimeToServeModel.projectEngine(full, 0.1, GIB, 0.03, 2, host));
+        assertThrows(IllegalArgumentException.class, () -> TimeToServeModel.projectEngine(sparse, 0, GIB, 0.03, 2, host));
+        assertThrows(IllegalArgumentException.class, () -> TimeToServeModel.projectEngine(sparse, Double.NaN, GIB, 0.03, 2, host));
     }
 
     @Test
