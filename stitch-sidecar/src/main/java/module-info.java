@@ -13,6 +13,7 @@ module dev.stitch.sidecar {
     requires io.netty.common;
     requires io.netty.handler;
     requires io.netty.transport.classes.epoll;
+    requires java.management;
     requires java.net.http;
     requires org.slf4j;
 
