@@ -40,6 +40,12 @@ public final class RefEngineCommand implements StitchSubcommand, Runnable {
             description = "Netty event-loop threads (default: ${DEFAULT-VALUE}).")
     int ioThreads;
 
+    @Option(names = "--max-generation-tokens", paramLabel = "N",
+            defaultValue = "" + ReferenceEngine.DEFAULT_MAX_GENERATION_TOKENS,
+            description = "Most tokens one sequence may generate; a larger max_new_tokens or max_tokens is "
+                + "clamped to it, as SGLang clamps to the context length (default: ${DEFAULT-VALUE}).")
+    int maxGenerationTokens;
+
     public RefEngineCommand() {
     }
 
@@ -54,8 +60,11 @@ public final class RefEngineCommand implements StitchSubcommand, Runnable {
         if (ioThreads < 1) {
             throw new CliFailure("--io-threads must be >= 1, got " + ioThreads);
         }
+        if (maxGenerationTokens < 1) {
+            throw new CliFailure("--max-generation-tokens must be >= 1, got " + maxGenerationTokens);
+        }
         ReferenceEngine.Config config = new ReferenceEngine.Config(modelPath, host, port,
-                Duration.ofNanos(Math.round(tokenLatencyMs * 1e6)), ioThreads);
+                Duration.ofNanos(Math.round(tokenLatencyMs * 1e6)), ioThreads, maxGenerationTokens);
         ReferenceEngine engine = new ReferenceEngine(config);
         try {
             engine.start();

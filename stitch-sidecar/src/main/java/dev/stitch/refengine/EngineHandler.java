@@ -6,22 +6,20 @@ import static dev.stitch.refengine.ReferenceEngine.NODES;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.refengine.GenerationResponse.Kind;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
-import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
-import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.codec.http.LastHttpContent;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -41,7 +39,7 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
 
     private final ReferenceEngine engine;
     private ChannelHandlerContext ctx;
-    private Response current;
+    private GenerationResponse current;
 
     EngineHandler(ReferenceEngine engine) {
         this.engine = engine;
@@ -55,9 +53,17 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         if (current != null) {
-            // The client went away: like SGLang, stop generating for it.
             current.abandon();
         }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (ctx.channel().isWritable() && current != null) {
+            current.writable();
+        }
+        ctx.fireChannelWritabilityChanged();
     }
 
     @Override
@@ -141,6 +147,8 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         o.put("healthy", engine.healthy());
         o.put("active_requests", engine.activeRequests());
         o.put("token_latency_ms", engine.config().tokenLatency().toNanos() / 1e6);
+        o.put("max_generation_tokens", engine.config().maxGenerationTokens());
+        o.put("queued_response_bytes", engine.queuedResponseBytes());
         return o;
     }
 
@@ -254,8 +262,6 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
 
     // ---- generation routes ----
 
-    enum Kind { GENERATE, COMPLETION, CHAT }
-
     private void generate(JsonNode json, boolean keepAlive, Kind kind) {
         if (!json.isObject()) {
             throw new BadRequest("request body must be a JSON object");
@@ -263,12 +269,17 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         List<String> prompts = new ArrayList<>();
         List<Integer> promptTokens = new ArrayList<>();
         boolean batch = prompts(json, kind, prompts, promptTokens);
-        int maxTokens = maxTokens(json, kind);
+        // SGLang clamps max_new_tokens to what the context leaves; the configured cap plays that part here.
+        int maxTokens = Math.min(maxTokens(json, kind), engine.config().maxGenerationTokens());
         boolean stream = json.path("stream").asBoolean(false);
         List<String> rids = rids(json.get("rid"), prompts.size(), batch);
-        Response r = new Response(kind, batch, stream, keepAlive);
+        GenerationResponse r = new GenerationResponse(engine, ctx, kind, batch, stream, keepAlive, done -> {
+            if (current == done) {
+                current = null;
+            }
+        });
         for (int i = 0; i < prompts.size(); i++) {
-            r.generations.add(new Generation(engine, r, ctx.channel().eventLoop(), rids.get(i), prompts.get(i),
+            r.add(new Generation(engine, r, ctx.channel().eventLoop(), rids.get(i), prompts.get(i),
                     promptTokens.get(i), maxTokens, i));
         }
         current = r;
@@ -366,198 +377,6 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         return out;
     }
 
-    /** The response to one generation request, fed by its generations on this connection's event loop. */
-    private final class Response implements Generation.Sink {
-        private final Kind kind;
-        private final boolean batch;
-        private final boolean stream;
-        private final boolean keepAlive;
-        private final List<Generation> generations = new ArrayList<>();
-        private final long created = System.currentTimeMillis() / 1000;
-        private int remaining;
-        private boolean abandoned;
-        private boolean headSent;
-
-        Response(Kind kind, boolean batch, boolean stream, boolean keepAlive) {
-            this.kind = kind;
-            this.batch = batch;
-            this.stream = stream;
-            this.keepAlive = keepAlive;
-        }
-
-        void begin() {
-            remaining = generations.size();
-            if (stream) {
-                HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);
-                head.headers().set(HttpHeaderNames.CONTENT_TYPE, "text/event-stream; charset=utf-8");
-                head.headers().set(HttpHeaderNames.CACHE_CONTROL, "no-cache");
-                head.headers().set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED);
-                if (!keepAlive) {
-                    head.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-                }
-                ctx.writeAndFlush(head);
-                headSent = true;
-            }
-            if (generations.isEmpty()) {
-                complete();
-                return;
-            }
-            for (Generation g : List.copyOf(generations)) {
-                g.start();
-            }
-        }
-
-        void abandon() {
-            abandoned = true;
-            generations.forEach(g -> g.abort("client disconnected"));
-        }
-
-        @Override
-        public void onToken(Generation g) {
-            if (stream && !abandoned) {
-                event(chunk(g, false));
-            }
-        }
-
-        @Override
-        public void onFinish(Generation g) {
-            if (stream && !abandoned) {
-                event(chunk(g, true));
-            }
-            if (--remaining == 0) {
-                complete();
-            }
-        }
-
-        private void complete() {
-            if (current == this) {
-                current = null;
-            }
-            if (abandoned) {
-                return;
-            }
-            if (stream) {
-                event("[DONE]");
-                var f = ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
-                if (!keepAlive) {
-                    f.addListener(ChannelFutureListener.CLOSE);
-                }
-                return;
-            }
-            JsonNode body;
-            if (kind == Kind.GENERATE) {
-                if (batch) {
-                    ArrayNode a = NODES.arrayNode();
-                    generations.forEach(g -> a.add(generateObject(g, true)));
-                    body = a;
-                } else {
-                    body = generateObject(generations.getFirst(), true);
-                }
-            } else {
-                body = openAiObject();
-            }
-            send(keepAlive, HttpResponseStatus.OK, body);
-        }
-
-        private void event(Object payload) {
-            String data = payload instanceof String s ? s : payload.toString();
-            ctx.writeAndFlush(new DefaultHttpContent(Unpooled.copiedBuffer("data: " + data + "\n\n", StandardCharsets.UTF_8)));
-        }
-
-        private JsonNode chunk(Generation g, boolean last) {
-            if (kind == Kind.GENERATE) {
-                ObjectNode o = generateObject(g, last);
-                if (batch) {
-                    o.put("index", g.index());
-                }
-                return o;
-            }
-            ObjectNode o = NODES.objectNode();
-            o.put("id", (kind == Kind.CHAT ? "chatcmpl-" : "cmpl-") + g.rid());
-            o.put("object", kind == Kind.CHAT ? "chat.completion.chunk" : "text_completion");
-            o.put("created", created);
-            o.put("model", "stitch-reference");
-            ObjectNode choice = o.putArray("choices").addObject();
-            choice.put("index", g.index());
-            String piece = g.takeNewText();
-            if (kind == Kind.CHAT) {
-                ObjectNode delta = choice.putObject("delta");
-                delta.put("role", "assistant");
-                delta.put("content", piece);
-            } else {
-                choice.put("text", piece);
-            }
-            choice.putNull("logprobs");
-            if (last) {
-                choice.put("finish_reason", g.finishType());
-            } else {
-                choice.putNull("finish_reason");
-            }
-            return o;
-        }
-
-        private ObjectNode generateObject(Generation g, boolean withFinish) {
-            ObjectNode o = NODES.objectNode();
-            o.put("text", g.text());
-            ArrayNode ids = o.putArray("output_ids");
-            g.outputIds().forEach(ids::add);
-            ObjectNode meta = o.putObject("meta_info");
-            meta.put("id", g.rid());
-            if (withFinish && g.finished()) {
-                ObjectNode fr = meta.putObject("finish_reason");
-                fr.put("type", g.finishType());
-                if (g.finishType().equals("length")) {
-                    fr.put("length", g.outputIds().size());
-                } else if (g.finishMessage() != null) {
-                    fr.put("message", g.finishMessage());
-                }
-            } else {
-                meta.putNull("finish_reason");
-            }
-            meta.put("prompt_tokens", g.promptTokens());
-            meta.put("completion_tokens", g.outputIds().size());
-            meta.put("cached_tokens", 0);
-            ReferenceEngine.Snapshot s = g.snapshot();
-            meta.put("weight_version", s == null ? engine.weightVersion() : s.label());
-            meta.put("weights_digest", s == null ? engine.weightsDigest() : s.digest());
-            meta.put("e2e_latency", g.elapsedSeconds());
-            return o;
-        }
-
-        private ObjectNode openAiObject() {
-            Generation first = generations.getFirst();
-            ObjectNode o = NODES.objectNode();
-            o.put("id", (kind == Kind.CHAT ? "chatcmpl-" : "cmpl-") + first.rid());
-            o.put("object", kind == Kind.CHAT ? "chat.completion" : "text_completion");
-            o.put("created", created);
-            o.put("model", "stitch-reference");
-            ArrayNode choices = o.putArray("choices");
-            int prompt = 0;
-            int completion = 0;
-            for (Generation g : generations) {
-                ObjectNode c = choices.addObject();
-                c.put("index", g.index());
-                if (kind == Kind.CHAT) {
-                    c.putObject("message").put("role", "assistant").put("content", g.text());
-                } else {
-                    c.put("text", g.text());
-                }
-                c.putNull("logprobs");
-                c.put("finish_reason", g.finishType());
-                prompt += g.promptTokens();
-                completion += g.outputIds().size();
-            }
-            ObjectNode usage = o.putObject("usage");
-            usage.put("prompt_tokens", prompt);
-            usage.put("completion_tokens", completion);
-            usage.put("total_tokens", prompt + completion);
-            ObjectNode md = o.putObject("metadata");
-            md.put("weight_version", first.snapshot().label());
-            md.put("weights_digest", first.snapshot().digest());
-            return o;
-        }
-    }
-
     // ---- plumbing ----
 
     private static ObjectNode detail(String message) {
@@ -565,24 +384,36 @@ final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     }
 
     private void send(boolean keepAlive, HttpResponseStatus status, JsonNode body) {
+        send(engine, ctx, keepAlive, status, body);
+    }
+
+    private void sendRaw(boolean keepAlive, HttpResponseStatus status, String contentType, byte[] body) {
+        sendRaw(engine, ctx, keepAlive, status, contentType, body);
+    }
+
+    static void send(ReferenceEngine engine, ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status,
+                     JsonNode body) {
         byte[] bytes;
         try {
             bytes = JSON.writeValueAsBytes(body);
         } catch (IOException e) {
             throw ReferenceEngine.unchecked(e);
         }
-        sendRaw(keepAlive, status, "application/json", bytes);
+        sendRaw(engine, ctx, keepAlive, status, "application/json", bytes);
     }
 
-    private void sendRaw(boolean keepAlive, HttpResponseStatus status, String contentType, byte[] body) {
+    static void sendRaw(ReferenceEngine engine, ChannelHandlerContext ctx, boolean keepAlive, HttpResponseStatus status,
+                        String contentType, byte[] body) {
         FullHttpResponse r = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, Unpooled.wrappedBuffer(body));
         r.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType);
         r.headers().setInt(HttpHeaderNames.CONTENT_LENGTH, body.length);
         if (!keepAlive) {
             r.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-            ctx.writeAndFlush(r).addListener(ChannelFutureListener.CLOSE);
-        } else {
-            ctx.writeAndFlush(r);
+        }
+        ChannelFuture written = ctx.writeAndFlush(r);
+        engine.queued(written, body.length);
+        if (!keepAlive) {
+            written.addListener(ChannelFutureListener.CLOSE);
         }
     }
 

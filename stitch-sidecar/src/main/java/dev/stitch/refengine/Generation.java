@@ -11,13 +11,20 @@ import java.util.concurrent.TimeUnit;
 /**
  * One sequence being generated. Token {@code i} is a pure function of the prompt, the weights digest
  * captured when generation started, and {@code i}; tokens are emitted one per token latency on the
- * connection's event loop, which is the only thread that touches this object's fields.
+ * connection's event loop, which is the only thread that touches this object's fields. Stepping
+ * stops while the engine is paused ({@link #resume()} continues it) and while the sink is not ready
+ * for another token ({@link #proceed()} continues it).
  */
 final class Generation {
     static final int VOCAB = 50_000;
+    /** Tokens made in one event-loop task without token latency, so that other connections get their turn. */
+    private static final int TOKENS_PER_TASK = 64;
 
     /** Receives the progress of generations. */
     interface Sink {
+        /** Whether the next token may be made now; false holds the generation until {@link #proceed()}. */
+        boolean readyForToken(Generation g);
+
         void onToken(Generation g);
 
         void onFinish(Generation g);
@@ -38,6 +45,7 @@ final class Generation {
     private int taken;
     private ReferenceEngine.Snapshot snapshot;
     private SplittableRandom random;
+    /** The scheduled step, null while none is; at most one is, so stepping never runs twice over. */
     private ScheduledFuture<?> next;
     private boolean started;
     private boolean finished;
@@ -72,29 +80,35 @@ final class Generation {
             finish("length", null);
             return;
         }
-        if (latencyNanos > 0) {
-            next = loop.schedule(this::step, latencyNanos, TimeUnit.NANOSECONDS);
-        } else {
-            step();
-        }
+        queueStep();
+    }
+
+    /**
+     * Schedules the next step even without latency: Netty runs queued tasks for up to a second before
+     * it polls sockets again, but takes scheduled ones once per turn, so aborts and other clients interleave.
+     */
+    private void queueStep() {
+        next = loop.schedule(this::step, latencyNanos, TimeUnit.NANOSECONDS);
     }
 
     private void step() {
         next = null;
+        int made = 0;
         while (!finished) {
-            if (engine.suspendIfPaused(this)) {
+            if (engine.suspendIfPaused(this) || !sink.readyForToken(this)) {
                 return;
             }
             int id = random.nextInt(VOCAB);
             ids.add(id);
+            engine.tokenGenerated();
             text.append(" w").append(Integer.toString(id, 36));
             if (ids.size() >= maxTokens) {
                 finish("length", null);
                 return;
             }
             sink.onToken(this);
-            if (latencyNanos > 0) {
-                next = loop.schedule(this::step, latencyNanos, TimeUnit.NANOSECONDS);
+            if (latencyNanos > 0 || ++made == TOKENS_PER_TASK) {
+                queueStep();
                 return;
             }
         }
@@ -102,11 +116,14 @@ final class Generation {
 
     /** Continues after a pause (called from any thread). */
     void resume() {
-        loop.execute(() -> {
-            if (!finished && next == null) {
-                step();
-            }
-        });
+        loop.execute(this::proceed);
+    }
+
+    /** Continues a generation that stopped stepping, unless it is finished or already stepping; on the loop. */
+    void proceed() {
+        if (started && !finished && next == null) {
+            step();
+        }
     }
 
     /** Ends the generation with finish reason {@code abort} (called from any thread). */

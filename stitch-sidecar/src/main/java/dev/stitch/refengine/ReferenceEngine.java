@@ -8,9 +8,11 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.sidecar.proxy.EventLoops;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
@@ -30,6 +32,8 @@ import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -43,6 +47,13 @@ public final class ReferenceEngine implements AutoCloseable {
     static final ObjectMapper JSON = new ObjectMapper();
     static final JsonNodeFactory NODES = JsonNodeFactory.instance;
     private static final int MAX_RECORDED_CALLS = 10_000;
+    /** Default cap on the tokens of one sequence, the context length of a mid-sized model. */
+    public static final int DEFAULT_MAX_GENERATION_TOKENS = 32_768;
+    /**
+     * A connection turns unwritable above 128 KiB of unsent response and writable again below 32 KiB:
+     * enough to keep a reading client's socket busy, little enough that a stalled one costs almost nothing.
+     */
+    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(32 << 10, 128 << 10);
 
     /**
      * Settings.
@@ -52,8 +63,10 @@ public final class ReferenceEngine implements AutoCloseable {
      * @param port         listen port, 0 for any
      * @param tokenLatency time per generated token
      * @param ioThreads    event-loop threads
+     * @param maxGenerationTokens cap on the tokens one sequence generates; larger requests are clamped
      */
-    public record Config(Path modelPath, String host, int port, Duration tokenLatency, int ioThreads) {
+    public record Config(Path modelPath, String host, int port, Duration tokenLatency, int ioThreads,
+                         int maxGenerationTokens) {
         public Config {
             Objects.requireNonNull(modelPath, "modelPath");
             Objects.requireNonNull(host, "host");
@@ -64,6 +77,14 @@ public final class ReferenceEngine implements AutoCloseable {
             if (ioThreads <= 0) {
                 throw new IllegalArgumentException("ioThreads must be positive");
             }
+            if (maxGenerationTokens <= 0) {
+                throw new IllegalArgumentException("maxGenerationTokens must be positive, got " + maxGenerationTokens);
+            }
+        }
+
+        /** Settings with the default generation cap. */
+        public Config(Path modelPath, String host, int port, Duration tokenLatency, int ioThreads) {
+            this(modelPath, host, port, tokenLatency, ioThreads, DEFAULT_MAX_GENERATION_TOKENS);
         }
 
         /** Loopback, any free port, no token latency, one event loop. */
@@ -72,11 +93,15 @@ public final class ReferenceEngine implements AutoCloseable {
         }
 
         public Config withTokenLatency(Duration latency) {
-            return new Config(modelPath, host, port, latency, ioThreads);
+            return new Config(modelPath, host, port, latency, ioThreads, maxGenerationTokens);
         }
 
         public Config withListen(String newHost, int newPort) {
-            return new Config(modelPath, newHost, newPort, tokenLatency, ioThreads);
+            return new Config(modelPath, newHost, newPort, tokenLatency, ioThreads, maxGenerationTokens);
+        }
+
+        public Config withMaxGenerationTokens(int cap) {
+            return new Config(modelPath, host, port, tokenLatency, ioThreads, cap);
         }
     }
 
@@ -120,6 +145,8 @@ public final class ReferenceEngine implements AutoCloseable {
     private final List<Runnable> pauseWaiters = new ArrayList<>();
     private final ArrayDeque<Call> calls = new ArrayDeque<>();
     private long totalCalls;
+    private final AtomicLong queuedResponseBytes = new AtomicLong();
+    private final LongAdder tokensGenerated = new LongAdder();
     private EventLoopGroup group;
     private ExecutorService loader;
     private volatile Thread loaderThread;
@@ -149,6 +176,7 @@ public final class ReferenceEngine implements AutoCloseable {
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
@@ -274,7 +302,30 @@ public final class ReferenceEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * Response bytes handed to Netty and not yet written to a socket, summed over all connections.
+     * A client that stops reading holds at most about one write-buffer high water mark of them.
+     */
+    public long queuedResponseBytes() {
+        return queuedResponseBytes.get();
+    }
+
+    /** Tokens generated since start, over all sequences; it stands still while every stream is held. */
+    public long tokensGenerated() {
+        return tokensGenerated.sum();
+    }
+
     // ---- state used by EngineHandler and Generation ----
+
+    /** Counts {@code bytes} of response body as queued until {@code write} completes or fails. */
+    void queued(ChannelFuture write, int bytes) {
+        queuedResponseBytes.addAndGet(bytes);
+        write.addListener(f -> queuedResponseBytes.addAndGet(-bytes));
+    }
+
+    void tokenGenerated() {
+        tokensGenerated.increment();
+    }
 
     record Snapshot(String label, String digest) {
     }
@@ -341,7 +392,10 @@ public final class ReferenceEngine implements AutoCloseable {
         lock.lock();
         try {
             if (paused) {
-                suspended.add(g);
+                // A held stream that drains while paused comes back here; it is resumed once.
+                if (!suspended.contains(g)) {
+                    suspended.add(g);
+                }
                 return true;
             }
             return false;
