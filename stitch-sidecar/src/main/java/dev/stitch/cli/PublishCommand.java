@@ -55,7 +55,8 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
     Path checkpoint;
 
     @Option(names = "--base", paramLabel = "BASE_DIR",
-            description = "The checkpoint the board's latest version holds (for version 1: the served base). "
+            description = "The checkpoint the board's latest version holds (for version 1: the served base); "
+                    + "refused unless its weights digest equals the latest version's metadata.weights_digest. "
                     + "Default: the source_checkpoint recorded by the previous 'stitch publish' on this board.")
     Path base;
 
@@ -130,7 +131,8 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
                     .board(board).runId(run)
                     .backends(first == Backend.FULL ? List.of(Backend.FULL) : List.of(first, Backend.FULL))
                     .anchorInterval(anchorInterval)
-                    .keepLast(keepLast);
+                    .keepLast(keepLast)
+                    .recordWeightsDigest(true);
             configureCodecs(builder, first);
             if (threads != null) {
                 builder.threads(threads);
@@ -141,6 +143,9 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             builder.seedFrom(baseDir);
             try (WeightPublisher publisher = builder.build();
                  Weights next = CheckpointWeights.open(newDir)) {
+                if (!newRun) {
+                    requireBaseHoldsLatest(board, latest.version(), baseDir, publisher.snapshotDigest());
+                }
                 PublishResult r = publisher.publish(version, next, Map.of(SOURCE_CHECKPOINT, newDir.toString(),
                         "base_checkpoint", baseDir.toString()));
                 print(r, newDir);
@@ -184,6 +189,37 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             }
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
+        }
+    }
+
+    /**
+     * The delta of version N+1 is computed against BASE_DIR and declares {@code base_version} N, so
+     * BASE_DIR must hold exactly version N's weights or every replica would apply a wrong-base delta
+     * (sync-and-engines.md 6.5): when N's manifest records {@code metadata.weights_digest} the digests must
+     * match; when it records none, BASE_DIR must be the checkpoint N was published from. Version 1 builds
+     * on the served base, which the board does not describe, so it is not checked.
+     */
+    private static void requireBaseHoldsLatest(FilesystemBulletinBoard board, long latestVersion, Path baseDir,
+                                               String baseDigest) throws IOException {
+        if (latestVersion == 0) {
+            return;
+        }
+        JsonNode metadata = board.readManifest(latestVersion).metadata();
+        JsonNode recorded = metadata == null ? null : metadata.get("weights_digest");
+        if (recorded != null && recorded.isTextual()) {
+            if (!recorded.textValue().equals(baseDigest)) {
+                throw new CliFailure("--base " + baseDir + " holds weights " + baseDigest + " but version "
+                        + latestVersion + ", the board's latest, holds " + recorded.textValue()
+                        + "; a delta against it would not apply: pass the checkpoint version " + latestVersion
+                        + " was published from");
+            }
+            return;
+        }
+        JsonNode source = metadata == null ? null : metadata.get(SOURCE_CHECKPOINT);
+        if (source == null || !source.isTextual() || !Path.of(source.textValue()).equals(baseDir)) {
+            throw new CliFailure("version " + latestVersion + ", the board's latest, records no metadata.weights_digest,"
+                    + " so --base " + baseDir + " cannot be checked against it; pass the checkpoint it was published from"
+                    + (source != null && source.isTextual() ? " (" + source.textValue() + ")" : ""));
         }
     }
 

@@ -103,6 +103,12 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             description = "Board poll period in seconds; 0 disables polling (default ${DEFAULT-VALUE}).")
     double pollIntervalS;
 
+    @Option(names = "--engine-probe-interval-s", defaultValue = "${env:STITCH_ENGINE_PROBE_INTERVAL_S:-1.0}",
+            description = "Period of the engine probe (health and reported weight_version); a failed or changed "
+                    + "probe turns readiness 503 until the engine's weights are re-established; 0 disables it "
+                    + "(default ${DEFAULT-VALUE}).")
+    double engineProbeIntervalS;
+
     @Option(names = "--min-refresh-interval-s", defaultValue = "${env:STITCH_MIN_REFRESH_INTERVAL_S:-1.0}",
             description = "Rate limit of board refreshes, except explicit wakes (default ${DEFAULT-VALUE}).")
     double minRefreshIntervalS;
@@ -239,6 +245,7 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         requireNonNegative("--flush-retries", flushRetries);
         requireNonNegative("--max-replay-versions", maxReplayVersions);
         requireNonNegative("--boot-version", bootVersion);
+        requireNonNegative("--engine-probe-interval-s", engineProbeIntervalS);
         if (upstreamTimeoutS <= 0 || upstreamConnectTimeoutS <= 0 || engineStartTimeoutS <= 0) {
             throw new CliFailure("timeouts must be positive");
         }
@@ -261,6 +268,7 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         SyncConfig sync = SyncConfig.defaults()
                 .withCommitMode(commit)
                 .withPolling(pollIntervalS, minRefreshIntervalS)
+                .withEngineProbeInterval(engineProbeIntervalS)
                 .withDrain(drainTimeoutS, abortGraceS)
                 .withBackoff(backoffInitialS, backoffMaxS)
                 .withLimits(commitRetries, maxReplayVersions, requireChecksums, engineStartTimeoutS)

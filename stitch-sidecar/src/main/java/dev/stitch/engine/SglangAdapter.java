@@ -3,6 +3,7 @@ package dev.stitch.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.sync.EngineAdapter;
+import dev.stitch.sync.EngineReport;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Optional;
@@ -18,6 +19,7 @@ abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngin
 
     private static final Logger LOG = LoggerFactory.getLogger(SglangAdapter.class);
     private static final Duration SHORT = Duration.ofSeconds(10);
+    private static final Duration PROBE = Duration.ofSeconds(2);
 
     final SglangSettings settings;
     final SglangClient client;
@@ -114,7 +116,8 @@ abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngin
     @Override
     public boolean probe() {
         try {
-            return client.get("/health", Duration.ofSeconds(5)).status() == 200;
+            // short: an engine that hangs must turn readiness 503 about as fast as one that refuses (6.5)
+            return client.get("/health", PROBE).status() == 200;
         } catch (IOException e) {
             return false;
         }
@@ -129,6 +132,36 @@ abstract sealed class SglangAdapter implements EngineAdapter permits SglangEngin
         } catch (IOException e) {
             return Optional.empty();
         }
+    }
+
+    @Override
+    public Optional<EngineReport> report() {
+        if (!probe()) {
+            return Optional.empty();
+        }
+        try {
+            JsonNode info = modelInfo();
+            return Optional.of(new EngineReport(text(info, "weight_version"), text(info, "weights_digest"),
+                    text(info, "model_path")));
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+
+    private static String text(JsonNode info, String field) {
+        JsonNode v = info.get(field);
+        return v == null || v.isNull() ? null : v.asText();
+    }
+
+    /** True when {@code reported} (a path as the engine reports it) names {@code dir}. */
+    static boolean samePath(String reported, java.nio.file.Path dir) {
+        return reported != null && dir != null && java.nio.file.Path.of(reported).toAbsolutePath().normalize()
+                .equals(dir.toAbsolutePath().normalize());
+    }
+
+    /** A fresh SGLang reports its boot label ({@code "default"}); a reset by the sidecar labels it 0. */
+    static boolean baseLabel(String label) {
+        return label == null || "default".equals(label) || "0".equals(label);
     }
 
     JsonNode modelInfo() throws IOException {

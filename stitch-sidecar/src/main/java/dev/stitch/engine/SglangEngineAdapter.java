@@ -3,12 +3,14 @@ package dev.stitch.engine;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.apply.VersionStep;
+import dev.stitch.sync.EngineReport;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -66,6 +68,15 @@ final class SglangEngineAdapter extends SglangAdapter {
             }
             LOG.info("engine accepts load_format=delta");
         }
+    }
+
+    /** A restarted engine that reports the base checkpoint and a base label serves version 0. */
+    @Override
+    public OptionalLong servedAfterRestart(EngineReport report, String runId) {
+        if (samePath(report.modelPath(), baseCheckpoint) && baseLabel(report.weightVersion())) {
+            return OptionalLong.of(0);
+        }
+        return OptionalLong.empty();
     }
 
     @Override

@@ -9,6 +9,7 @@ import dev.stitch.apply.HostState;
 import dev.stitch.apply.HostStateFile;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
+import dev.stitch.sync.EngineReport;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -22,6 +23,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
@@ -186,6 +188,27 @@ final class SglangHostAdapter extends SglangAdapter {
             return 0; // stage rebuilds from the base first
         }
         return s.version();
+    }
+
+    /**
+     * A restarted engine loaded what it was started with: the base is version 0; the local checkpoint is
+     * the version its clean {@code state.json} names (7.3), provided the engine's label agrees with it.
+     */
+    @Override
+    public OptionalLong servedAfterRestart(EngineReport report, String runId) throws IOException {
+        if (samePath(report.modelPath(), base) && baseLabel(report.weightVersion())) {
+            return OptionalLong.of(0);
+        }
+        if (samePath(report.modelPath(), local)) {
+            HostState s = HostStateFile.of(local).read();
+            boolean sameRun = s.runId() == null || s.version() == 0 || s.runId().equals(runId);
+            boolean labelAgrees = "default".equals(report.weightVersion())
+                    || Long.toString(s.version()).equals(report.weightVersion());
+            if (s.dirtyReason() == null && sameRun && labelAgrees) {
+                return OptionalLong.of(s.version());
+            }
+        }
+        return OptionalLong.empty();
     }
 
     @Override

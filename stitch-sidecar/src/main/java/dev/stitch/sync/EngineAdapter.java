@@ -2,6 +2,7 @@ package dev.stitch.sync;
 
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 
 /**
@@ -71,6 +72,21 @@ public interface EngineAdapter extends AutoCloseable {
 
     /** The engine's current weight label from {@code /model_info}, if it can be read (restart adoption). */
     Optional<String> weightVersionLabel();
+
+    /**
+     * Health and identity in one probe (6.5): empty when the engine does not answer {@code GET /health}
+     * with 200 or its {@code /model_info} cannot be read.
+     */
+    Optional<EngineReport> report();
+
+    /**
+     * The version of run {@code runId} the engine demonstrably serves after it restarted and reported
+     * {@code report}, or empty when that cannot be told from what it reports (the worker then resets it to
+     * the base). Never a guess: a delta is only ever applied onto weights the sidecar can name.
+     */
+    default OptionalLong servedAfterRestart(EngineReport report, String runId) throws java.io.IOException {
+        return OptionalLong.empty();
+    }
 
     /** Releases the adapter's connections; the engine itself keeps running. */
     @Override

@@ -16,7 +16,7 @@ import java.nio.file.Path;
  * @param maxReplayVersions   longest delta replay preferred over an anchor
  * @param requireChecksums    refuse artifacts without size/checksum
  * @param engineStartTimeoutS how long startup waits for the engine's /health before the first commit
- * @param engineProbeIntervalS idle probe period of the engine's /health
+ * @param engineProbeIntervalS period of the engine probe (health and identity, 6.5); 0 disables it
  * @param bootRunId           run the engine booted with (null = adopt the first pointer's run at version 0)
  * @param bootVersion         version the engine booted with
  * @param stateDir            where {@code sidecar_state.json} is persisted; null = not persisted
@@ -29,7 +29,7 @@ public record SyncConfig(CommitMode commitMode, double pollIntervalS, double min
 
     /** The defaults of section 8. */
     public static SyncConfig defaults() {
-        return new SyncConfig(CommitMode.QUIESCE, 5.0, 1.0, 60, 10, 1, 60, 2, 8, false, 1800, 5, null, 0, null);
+        return new SyncConfig(CommitMode.QUIESCE, 5.0, 1.0, 60, 10, 1, 60, 2, 8, false, 1800, 1.0, null, 0, null);
     }
 
     public SyncConfig withCommitMode(CommitMode m) {
@@ -66,5 +66,11 @@ public record SyncConfig(CommitMode commitMode, double pollIntervalS, double min
         return new SyncConfig(commitMode, pollIntervalS, minRefreshIntervalS, drainTimeoutS, abortGraceS,
                 backoffInitialS, backoffMaxS, retries, maxReplay, checksums, startTimeoutS, engineProbeIntervalS,
                 bootRunId, bootVersion, stateDir);
+    }
+
+    public SyncConfig withEngineProbeInterval(double probeS) {
+        return new SyncConfig(commitMode, pollIntervalS, minRefreshIntervalS, drainTimeoutS, abortGraceS,
+                backoffInitialS, backoffMaxS, commitRetries, maxReplayVersions, requireChecksums,
+                engineStartTimeoutS, probeS, bootRunId, bootVersion, stateDir);
     }
 }

@@ -41,6 +41,8 @@ public final class SyncMetrics {
     private final LongAdder preempted = new LongAdder();
     private final LongAdder unverified = new LongAdder();
     private final LongAdder appliedBytes = new LongAdder();
+    private final LongAdder refusedVersions = new LongAdder();
+    private final LongAdder engineLosses = new LongAdder();
     final Histogram commitDuration = new Histogram();
     final Histogram enginePause = new Histogram();
     final Histogram drainWait = new Histogram();
@@ -73,6 +75,22 @@ public final class SyncMetrics {
 
     void unverified(int n) {
         unverified.add(n);
+    }
+
+    void refusedVersion() {
+        refusedVersions.increment();
+    }
+
+    void engineLost() {
+        engineLosses.increment();
+    }
+
+    public long refusedVersions() {
+        return refusedVersions.sum();
+    }
+
+    public long engineLosses() {
+        return engineLosses.sum();
     }
 
     void appliedBytes(long n) {
@@ -122,6 +140,10 @@ public final class SyncMetrics {
                 unverified.sum());
         counter(out, "stitch_applied_bytes_total", "Artifact bytes applied to the engine or the local checkpoint.",
                 appliedBytes.sum());
+        counter(out, "stitch_refused_versions_total", "Versions the engine or host applier refused; re-planned "
+                + "through an anchor.", refusedVersions.sum());
+        counter(out, "stitch_engine_lost_total", "Times the engine was found unreachable or restarted.",
+                engineLosses.sum());
         commitDuration.append(out, "stitch_commit_duration_seconds", "Gate closed to reopened.");
         enginePause.append(out, "stitch_engine_pause_seconds", "Engine paused during in_place commits.");
         drainWait.append(out, "stitch_drain_wait_seconds", "Time spent draining admitted requests.");

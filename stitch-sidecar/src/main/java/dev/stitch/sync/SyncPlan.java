@@ -61,7 +61,8 @@ public record SyncPlan(Kind kind, String runId, long from, long target, Optional
                     Set.of(), false);
         }
         Set<String> touched = new LinkedHashSet<>();
-        boolean known = true;
+        // the engine serves another version than the chain starts from: only a whole reload is right
+        boolean known = !reload;
         boolean empty = !reload;
         for (VersionStep v : chain.deltas()) {
             if (v.hasTransitionFiles()) {

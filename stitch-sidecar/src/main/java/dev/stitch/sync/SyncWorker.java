@@ -60,12 +60,16 @@ public final class SyncWorker implements AutoCloseable {
     private volatile Long queuedTarget;
     private volatile long wanted;
     private volatile Map<String, Object> lastMetrics = Map.of();
+    // Why the engine's weights are not known right now (6.5): engine_unreachable or engine_restarted.
+    private volatile String engineLost;
 
     // Worker-only state.
     private boolean adoptRunOnFirstRead;
     private boolean prepared;
     private long lastRefreshNanos = Long.MIN_VALUE / 2;
     private SyncBoard.Pointer failedPointer;
+    private EngineReport baseline;
+    private boolean reestablished;
 
     public SyncWorker(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate) {
         this.config = config;
@@ -154,11 +158,14 @@ public final class SyncWorker implements AutoCloseable {
 
     /** The state for {@code /health}, {@code /server_info} and {@code /metrics}. */
     public SyncStatus status() {
-        boolean engineConsistent = committer.engineConsistent();
+        String lost = engineLost;
+        boolean engineConsistent = committer.engineConsistent() && lost == null;
         boolean isReady = ready && state != SyncState.ERROR && engineConsistent;
         String reason = null;
         if (!ready) {
             reason = "initial_sync_incomplete";
+        } else if (lost != null) {
+            reason = lost;
         } else if (!engineConsistent) {
             reason = "engine_state_unknown";
         } else if (state == SyncState.ERROR) {
@@ -201,7 +208,7 @@ public final class SyncWorker implements AutoCloseable {
                     case STOP -> {
                         return;
                     }
-                    case PROBE -> engineReachable = engine.probe();
+                    case PROBE -> probeEngine();
                     case RETRY -> runPass(true);
                     case WAKE, POLL -> {
                         boolean recentRead = System.nanoTime() - lastPointerReadNanos
@@ -288,7 +295,7 @@ public final class SyncWorker implements AutoCloseable {
                     }
                     return Trigger.POLL;
                 }
-                if (!inError && config.engineProbeIntervalS() > 0 && now - nextProbeNanos >= 0) {
+                if (config.engineProbeIntervalS() > 0 && now - nextProbeNanos >= 0) {
                     nextProbeNanos = now + secondsToNanos(config.engineProbeIntervalS());
                     return Trigger.PROBE;
                 }
@@ -299,7 +306,7 @@ public final class SyncWorker implements AutoCloseable {
                 if (polling) {
                     wait = Math.min(wait, nextPollNanos - now);
                 }
-                if (!inError && config.engineProbeIntervalS() > 0) {
+                if (config.engineProbeIntervalS() > 0) {
                     wait = Math.min(wait, nextProbeNanos - now);
                 }
                 if (wait == Long.MAX_VALUE) {
@@ -311,6 +318,94 @@ public final class SyncWorker implements AutoCloseable {
         } finally {
             triggerLock.unlock();
         }
+    }
+
+    /**
+     * The periodic probe (6.5): an engine that does not answer, or that reports other weights than the
+     * last pass left it with, stops versioned admission at once; once it answers again a pass
+     * re-establishes what it serves before anything is admitted.
+     */
+    private void probeEngine() {
+        if (!prepared) {
+            engineReachable = engine.probe(); // startup still waits for the engine in prepareEngine
+            return;
+        }
+        Optional<EngineReport> report = engine.report();
+        engineReachable = report.isPresent();
+        if (report.isEmpty()) {
+            loseEngine("engine_unreachable", "the engine does not answer GET /health or GET /model_info");
+            return;
+        }
+        if (engineLost == null) {
+            String change = identityChange(report.get());
+            if (change == null) {
+                return;
+            }
+            loseEngine("engine_restarted", change);
+        }
+        if (state != SyncState.ERROR) {
+            runPass(false); // in ERROR the backoff retry re-establishes
+        }
+    }
+
+    private void loseEngine(String reason, String detail) {
+        if (!reason.equals(engineLost)) {
+            LOG.warn("{}: {}; versioned requests get 503 until the engine's weights are re-established", reason,
+                    detail);
+            metrics.engineLost();
+        }
+        engineLost = reason;
+        reestablished = false;
+        gate.engineConsistent(false);
+    }
+
+    /** How {@code now} differs from what the engine reported after the last pass, or null. */
+    private String identityChange(EngineReport now) {
+        if (baseline == null) {
+            return null;
+        }
+        if (!Objects.equals(baseline.weightVersion(), now.weightVersion())) {
+            return "the engine reports weight_version " + now.weightVersion() + " where the sidecar left "
+                    + baseline.weightVersion() + " (it restarted or was reloaded by someone else)";
+        }
+        if (baseline.weightsDigest() != null && !baseline.weightsDigest().equals(now.weightsDigest())) {
+            return "the engine reports weights " + now.weightsDigest() + " where the sidecar left "
+                    + baseline.weightsDigest();
+        }
+        return null;
+    }
+
+    /**
+     * Finds out what a lost engine serves now (6.5): the weights the sidecar left when it reports them
+     * unchanged, else the version the adapter can name from its report (the base, or host mode's clean
+     * local checkpoint), else a reset to the base. The gate then holds a true version again; admission
+     * and readiness resume once the pass has caught up.
+     */
+    private void reestablish(Map<String, Object> m) throws Exception {
+        EngineReport r = engine.report().orElseThrow(() -> new SyncFailure(
+                "engine unreachable: GET /health or GET /model_info failed; versioned requests get 503"));
+        engineReachable = true;
+        String change = baseline == null ? "no report from before to compare with" : identityChange(r);
+        String run = gate.currentRunId();
+        if (change == null) {
+            LOG.info("engine answers again and still serves version {} (weight_version {})", gate.currentVersion(),
+                    r.weightVersion());
+        } else {
+            OptionalLong served = engine.servedAfterRestart(r, run);
+            m.put("engine_reestablished", change);
+            if (served.isPresent()) {
+                LOG.warn("engine restarted ({}); it serves version {} of run {}: planning from there", change,
+                        served.getAsLong(), run);
+                gate.adopt(run, served.getAsLong());
+            } else {
+                LOG.warn("engine restarted ({}) and its report does not say which version it serves: resetting it "
+                        + "to the base checkpoint", change);
+                committer.resetTo(run, m);
+                r = engine.report().orElse(null);
+            }
+        }
+        baseline = r;
+        reestablished = true;
     }
 
     /** During backoff a wake or poll only starts a pass when the pointer moved since the failed pass. */
@@ -359,6 +454,10 @@ public final class SyncWorker implements AutoCloseable {
             if (!prepared) {
                 prepareEngine();
             }
+            if (engineLost != null && !reestablished) {
+                reestablish(m);
+                didWork = true;
+            }
             boolean force = rpc;
             while (true) {
                 m = new LinkedHashMap<>();
@@ -405,10 +504,24 @@ public final class SyncWorker implements AutoCloseable {
                             + pointer.runId() + ") but this replica serves " + current + "; touching nothing");
                 }
                 SyncPlan plan = committer.planAndVerify(pointer, current, m);
-                committer.stageAndCommit(plan, m);
+                if (!committer.stageAndCommit(plan, m)) {
+                    recordMetrics(m, (String) m.get("refusal"));
+                    state = SyncState.PREFETCHING;
+                    continue; // re-plan at once around the refused version
+                }
                 didWork = true;
                 recordMetrics(m, null);
                 state = SyncState.PREFETCHING;
+            }
+            if (didWork || baseline == null) {
+                baseline = engine.report().orElse(null);
+            }
+            if (engineLost != null) {
+                LOG.info("engine re-established at version {} (run {}); admitting versioned requests again",
+                        gate.currentVersion(), gate.currentRunId());
+                engineLost = null;
+                reestablished = false;
+                gate.engineConsistent(committer.engineConsistent());
             }
             consecutiveErrors = 0;
             nextRetryAt = null;

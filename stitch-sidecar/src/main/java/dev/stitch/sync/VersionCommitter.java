@@ -3,11 +3,13 @@ package dev.stitch.sync;
 import dev.stitch.apply.BoardTail;
 import dev.stitch.apply.ChainPlan;
 import dev.stitch.apply.ChainPlanner;
+import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -33,6 +35,9 @@ final class VersionCommitter {
     private final Consumer<SyncState> states;
     private final ChainPlanner planner;
 
+    // Versions of refusedRun that the engine or host applier refused (6.5): never planned as deltas again.
+    private final Set<Long> refusedVersions = new TreeSet<>();
+    private String refusedRun;
     private volatile boolean engineConsistent = true;
     private volatile Double lastCommitAt;
 
@@ -92,6 +97,7 @@ final class VersionCommitter {
                     chain.reason());
         }
 
+        chain = avoidRefused(chain, pointer.runId());
         long v0 = System.nanoTime();
         SyncPlan chosen = SyncPlan.of(chain, pointer.runId(), reload);
         long bytes;
@@ -107,7 +113,11 @@ final class VersionCommitter {
             chosen = SyncPlan.of(viaAnchor, pointer.runId(), true);
             bytes = verify(chosen);
         }
+        requireNoRefused(chosen);
         double verifyS = SyncWorker.seconds(System.nanoTime() - v0);
+        if (!refusedVersions.isEmpty()) {
+            m.put("refused_versions", List.copyOf(refusedVersions));
+        }
         m.put("artifact_verify_s", verifyS);
         m.put("artifact_bytes_verified", bytes);
         m.put("target_version", chosen.target());
@@ -122,6 +132,44 @@ final class VersionCommitter {
                 chosen.transitionFileCount(),
                 chosen.anchor().map(a -> ", anchor " + a.version()).orElse(""), bytes, SyncWorker.fmt(verifyS));
         return chosen;
+    }
+
+    /** A delta chain through a refused version is replaced by its anchor alternative when there is one. */
+    private ChainPlan.Chain avoidRefused(ChainPlan.Chain chain, String runId) {
+        if (!java.util.Objects.equals(refusedRun, runId)) {
+            refusedVersions.clear();
+            refusedRun = runId;
+        }
+        Optional<Long> bad = firstRefused(chain.deltas());
+        if (bad.isEmpty() || chain.fallback().isEmpty()) {
+            return chain;
+        }
+        ChainPlan.Chain viaAnchor = chain.fallback().get();
+        LOG.warn("version {} was refused before; re-planning through anchor {}", bad.get(),
+                viaAnchor.anchor().map(VersionStep::version).orElse(0L));
+        return viaAnchor;
+    }
+
+    private void requireNoRefused(SyncPlan plan) throws SyncFailure {
+        Optional<Long> bad = firstRefused(plan.deltas());
+        if (bad.isPresent()) {
+            throw new SyncFailure("version " + bad.get() + " was refused (wrong base or checksum mismatch) and no anchor in "
+                    + (plan.from() + 1) + ".." + plan.target() + " bypasses it; waiting for a newer anchor");
+        }
+    }
+
+    private Optional<Long> firstRefused(List<VersionStep> deltas) {
+        return deltas.stream().map(VersionStep::version).filter(refusedVersions::contains).findFirst();
+    }
+
+    /** The refusal behind {@code e}, if a version was refused rather than the apply failing for another reason. */
+    private static Optional<RefusedVersionException> refusal(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof RefusedVersionException r) {
+                return Optional.of(r);
+            }
+        }
+        return Optional.empty();
     }
 
     /**
@@ -155,11 +203,29 @@ final class VersionCommitter {
 
     // ---------------------------------------------------------------- staging and commits (6.3 step 6, 6.4)
 
-    /** Stages {@code plan} outside the gate, then commits it inside. */
-    void stageAndCommit(SyncPlan plan, Map<String, Object> m) throws Exception {
+    /**
+     * Stages {@code plan} outside the gate, then commits it inside. Returns false when a version of the
+     * plan was refused (6.5): it is remembered, so that the next plan goes through an anchor instead of
+     * retrying the same delta forever; the refusal is reported as {@code refused_versions}.
+     */
+    boolean stageAndCommit(SyncPlan plan, Map<String, Object> m) throws Exception {
         states.accept(SyncState.PREPARING);
         long s0 = System.nanoTime();
-        Map<String, Object> stageDetail = engine.stage(plan);
+        Map<String, Object> stageDetail;
+        try {
+            stageDetail = engine.stage(plan);
+        } catch (Exception e) {
+            Optional<RefusedVersionException> refused = refusal(e);
+            if (refused.isEmpty()) {
+                throw e;
+            }
+            refusedVersions.add(refused.get().version());
+            metrics.refusedVersion();
+            m.put("refused_versions", List.copyOf(refusedVersions));
+            m.put("refusal", refused.get().getMessage());
+            LOG.warn("{}; re-planning without it", refused.get().getMessage());
+            return false;
+        }
         double stageS = SyncWorker.seconds(System.nanoTime() - s0);
         metrics.stageDuration.observe(stageS);
         m.put("stage_s", stageS);
@@ -167,6 +233,7 @@ final class VersionCommitter {
         LOG.info("staged {} plan {} -> {} in {} s", plan.kind().label(), plan.from(), plan.target(),
                 SyncWorker.fmt(stageS));
         commit(plan, m);
+        return true;
     }
 
     /** Brings the engine back to the base checkpoint under run {@code runId} (a run switch, or unknown weights). */

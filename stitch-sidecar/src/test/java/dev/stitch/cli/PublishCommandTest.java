@@ -106,6 +106,36 @@ class PublishCommandTest {
     }
 
     @Test
+    void refusesABaseThatIsNotTheLatestVersionsWeights() throws Exception {
+        Map<String, byte[]> base = model(7);
+        Map<String, byte[]> step1 = step(base, 8);
+        Map<String, byte[]> step2 = step(step1, 9);
+        Path baseDir = write(tmp.resolve("base"), base);
+        Path dir1 = write(tmp.resolve("step1"), step1);
+        Path copyOfDir1 = write(tmp.resolve("step1-copy"), step1);
+        Path dir2 = write(tmp.resolve("step2"), step2);
+        Path board = tmp.resolve("board");
+        Run r1 = run("publish", "--board", board.toString(), "--checkpoint", dir1.toString(), "--base",
+                baseDir.toString(), "--run-id", "run-a");
+        assertEquals(0, r1.code(), r1.err());
+        assertTrue(FilesystemBulletinBoard.open(board).readManifest(1).metadata().get("weights_digest").asText()
+                .startsWith("xxh3-128:"), "the version records the weights it holds");
+
+        // the base checkpoint again: a delta 1 -> 2 computed against it would be a wrong-base delta
+        Run wrong = run("publish", "--board", board.toString(), "--checkpoint", dir2.toString(), "--base",
+                baseDir.toString());
+        assertNotEquals(0, wrong.code());
+        assertTrue(wrong.err().contains("--base") && wrong.err().contains("version 1"), wrong.err());
+        assertTrue(!Files.exists(board.resolve("versions/weight_v000002")), "nothing was published");
+
+        // a different directory holding exactly version 1's weights is a valid base
+        Run right = run("publish", "--board", board.toString(), "--checkpoint", dir2.toString(), "--base",
+                copyOfDir1.toString());
+        assertEquals(0, right.code(), right.err());
+        assertTrue(right.out().contains("published version 2"), right.out());
+    }
+
+    @Test
     void badArgumentsFailWithOneLine() throws Exception {
         Path dir = write(tmp.resolve("ck"), model(4));
         Path board = tmp.resolve("board");

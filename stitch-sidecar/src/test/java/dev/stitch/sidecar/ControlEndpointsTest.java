@@ -17,6 +17,7 @@ import dev.stitch.engine.SglangSettings;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.sidecar.proxy.ProxyServer;
 import dev.stitch.sync.EngineAdapter;
+import dev.stitch.sync.EngineReport;
 import dev.stitch.sync.SyncConfig;
 import dev.stitch.sync.SyncPlan;
 import dev.stitch.sync.SyncState;
@@ -117,6 +118,11 @@ class ControlEndpointsTest {
         @Override
         public boolean probe() {
             return healthy;
+        }
+
+        @Override
+        public Optional<EngineReport> report() {
+            return healthy ? Optional.of(new EngineReport(null, null, null)) : Optional.empty();
         }
 
         @Override

@@ -77,12 +77,23 @@ class HostModeLoopbackTest {
         SidecarConfig config = new SidecarConfig(
                 ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0),
                 SyncConfig.defaults().withPolling(0, 0).withBackoff(0.1, 0.3)
-                        .withBoot(null, 0, local.resolve(".stitch")),
+                        .withBoot(null, 0, local.resolve(".stitch")).withEngineProbeInterval(0.2),
                 boardRoot, BoardLayout.STITCH, "host",
                 SglangSettings.of(upstream, boardRoot).withHostCheckpoints(local, base).withOptions(3, false, true),
                 "replica-0");
         sidecar = Sidecar.start(config, "test");
         return sidecar;
+    }
+
+    private int healthStatus() {
+        try {
+            return Http.get(sidecar.port(), "/health").status();
+        } catch (java.io.IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
     }
 
     private boolean idleAt(long v) throws InterruptedException {
@@ -129,6 +140,62 @@ class HostModeLoopbackTest {
         for (ReferenceEngine.Call c : engine.calls()) {
             assertFalse(c.body().replace(" ", "").contains("\"flush_cache\":true"), c.toString());
         }
+    }
+
+    @Test
+    void engineRestartedFromTheBaseIsDetectedByItsReportAndReloaded() throws Exception {
+        publish(1, 1);
+        publish(2, 2);
+        startSidecar();
+        assertTrue(idleAt(2));
+        int enginePort = engine.port();
+        // a quick restart between two probes: only what the engine reports tells it apart
+        engine.close();
+        engine = new ReferenceEngine(ReferenceEngine.Config.local(base).withListen("127.0.0.1", enginePort)).start();
+        assertEquals(TinyModel.digest(0), engine.weightsDigest());
+        assertTrue(eventually(20_000, () -> TinyModel.digest(2).equals(engine.weightsDigest())
+                && healthStatus() == 200));
+        assertEquals(TinyModel.digest(2), generate(sidecar.port(), 2).path("meta_info").path("weights_digest")
+                .asText());
+        assertTrue(sidecar.worker().metrics().engineLosses() >= 1);
+        publish(3, 3);
+        Http.post(sidecar.port(), "/wake", "");
+        assertTrue(idleAt(3));
+        assertEquals(TinyModel.digest(3), generate(sidecar.port(), 3).path("meta_info").path("weights_digest")
+                .asText());
+    }
+
+    @Test
+    void refusedWrongBaseDeltaIsBypassedThroughTheNextAnchor() throws Exception {
+        publish(1, 1);
+        startSidecar();
+        assertTrue(idleAt(1));
+        // version 2 is diffed against weights the board never held: the host applier must refuse it
+        publisher.close();
+        try (Weights wrongSeed = TinyModel.weights(5)) {
+            publisher = WeightPublisher.builder().board(board).runId("run-a")
+                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(0).threads(1).seed(wrongSeed).build();
+        }
+        publish(2, 2);
+        Http.post(sidecar.port(), "/rpc_sync_from_bulletin_board", "");
+        assertTrue(eventually(10_000, () -> sidecar.worker().status().state() == SyncState.ERROR));
+        assertEquals(1, sidecar.worker().status().currentVersion());
+        assertTrue(sidecar.worker().status().lastSyncError().contains("version 2"),
+                sidecar.worker().status().lastSyncError());
+        // the trainer notices and publishes version 3 with an anchor
+        publisher.close();
+        try (Weights seed = TinyModel.weights(2)) {
+            publisher = WeightPublisher.builder().board(board).runId("run-a")
+                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(3).threads(1).seed(seed).build();
+        }
+        publish(3, 3);
+        Http.post(sidecar.port(), "/rpc_sync_from_bulletin_board", "");
+        assertTrue(idleAt(3));
+        assertEquals("anchor", sidecar.worker().status().lastMetrics().get("plan_kind"));
+        assertEquals(3L, sidecar.worker().status().lastMetrics().get("anchor_version"));
+        assertEquals(List.of(2L), sidecar.worker().status().lastMetrics().get("refused_versions"));
+        assertEquals(TinyModel.digest(3), generate(sidecar.port(), 3).path("meta_info").path("weights_digest")
+                .asText());
     }
 
     @Test

@@ -240,6 +240,12 @@ final class SyncFakes {
         }
 
         @Override
+        public Optional<EngineReport> report() {
+            return healthy.getAsBoolean() ? Optional.of(new EngineReport(label.orElse(null), null, null))
+                    : Optional.empty();
+        }
+
+        @Override
         public Optional<String> weightVersionLabel() {
             return label;
         }
