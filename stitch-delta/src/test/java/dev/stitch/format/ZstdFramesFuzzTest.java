@@ -9,14 +9,16 @@ import dev.stitch.testing.HeapAllocation;
 import java.util.Arrays;
 
 /**
- * Fuzzes the zstd frame reader (delta-formats.md 0.3): only {@link DeltaFormatException} escapes, no
- * output exceeds the caller's bound and nothing near a larger declared size is allocated, the
+ * Fuzzes the zstd frame reader (delta-formats.md 0.3): only {@link DeltaFormatException} escapes,
+ * heap use follows what the frame's bytes can hold and never its declared size, the
  * one-shot and in-place decoders agree, and decoded bytes survive a compress/decompress round trip.
  */
 class ZstdFramesFuzzTest {
 
-    /** The caller's bound on a frame's content (the readers pass tensor or file sizes). */
-    private static final long BOUND = 1 << 20;
+    /** The largest bound any reader passes, so only the frame's own length limits what it may allocate. */
+    private static final long BOUND = ZstdFrames.MAX_ONE_SHOT;
+    /** Heap per input byte: four times what a frame can hold per byte, for the output, its recompression and its re-read. */
+    private static final long PER_INPUT_BYTE = ZstdFrames.maxContentSize(4) + 16;
     /** Where the in-place decoder is pointed inside larger arrays, to catch offset arithmetic. */
     private static final int OFFSET = 5;
 
@@ -31,11 +33,12 @@ class ZstdFramesFuzzTest {
         try {
             out = ZstdFrames.decompress(input, BOUND, "fuzzed frame");
         } catch (DeltaFormatException refused) {
-            heap.assertAtMost(8, input.length, 2 * BOUND, "a refused frame");
+            heap.assertAtMost(PER_INPUT_BYTE, input.length, 1 << 20, "a refused frame");
             return;
         }
-        heap.assertAtMost(8, input.length, 2 * BOUND, "an accepted frame");
-        assertTrue(out.length <= BOUND, "decoded " + out.length + " bytes past the bound " + BOUND);
+        heap.assertAtMost(PER_INPUT_BYTE, input.length, 1 << 20, "an accepted frame");
+        assertTrue(out.length <= ZstdFrames.maxContentSize(input.length),
+                "decoded " + out.length + " bytes, more than " + input.length + " frame bytes can hold");
         assertEquals(out.length, ZstdFrames.declaredSize(input, BOUND, "fuzzed frame"));
 
         byte[] src = new byte[OFFSET + input.length + OFFSET];
