@@ -29,6 +29,7 @@ class ExtraKeyFuzzTest {
         } catch (ProtocolException notJson) {
             return;
         }
+        // As the proxy passes the value of extra_key; a body that is no object is passed whole, to reach the other types.
         JsonNode value = body.isObject() ? body.get("extra_key") : body;
         String runId = body.isObject() && body.path("run").isTextual() ? body.get("run").textValue() : null;
         switch (ExtraKey.user(value)) {

@@ -24,7 +24,7 @@ class VersionConstraintFuzzTest {
         } catch (ProtocolException notJson) {
             return;
         }
-        // The proxy hands the constraint parser the value of weight_version, or the whole body when fuzzing reaches it.
+        // The proxy passes the value of weight_version; a body that is no object is passed whole, to reach the other types.
         check(body.isObject() ? body.get("weight_version") : body);
     }
 

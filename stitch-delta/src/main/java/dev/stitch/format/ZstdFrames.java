@@ -205,7 +205,8 @@ public final class ZstdFrames {
      * Checking a declared size against this before allocating keeps memory bounded by the input.
      */
     public static long maxContentSize(long frameLength) {
-        return (frameLength + MIN_PRODUCTIVE_BLOCK - 1) / MIN_PRODUCTIVE_BLOCK * MAX_BLOCK_CONTENT;
+        long blocks = frameLength / MIN_PRODUCTIVE_BLOCK + (frameLength % MIN_PRODUCTIVE_BLOCK == 0 ? 0 : 1);
+        return blocks > Long.MAX_VALUE / MAX_BLOCK_CONTENT ? Long.MAX_VALUE : blocks * MAX_BLOCK_CONTENT;
     }
 
     /**

@@ -32,7 +32,11 @@ class DiskDeltaVersionFuzzTest {
 
     private static Path scratchDirectory() {
         try {
-            Path dir = Files.createTempDirectory("stitch-fuzz-disk-");
+            // rewritten on every execution, so on tmpfs when the machine has one
+            Path shm = Path.of("/dev/shm");
+            Path dir = Files.isDirectory(shm) && Files.isWritable(shm)
+                    ? Files.createTempDirectory(shm, "stitch-fuzz-disk-")
+                    : Files.createTempDirectory("stitch-fuzz-disk-");
             dir.toFile().deleteOnExit();
             dir.resolve(SHARD).toFile().deleteOnExit();
             dir.resolve(DiskDeltaIndex.FILE).toFile().deleteOnExit();
