@@ -30,11 +30,26 @@ public final class ProtocolJson {
             if (node == null || node.isMissingNode()) {
                 throw new ProtocolException(what + ": empty document");
             }
+            requireFiniteNumbers(node, what);
             return node;
         } catch (ProtocolException e) {
             throw e;
         } catch (IOException e) {
             throw new ProtocolException(what + ": invalid JSON (" + firstLine(e.getMessage()) + ")", e);
+        }
+    }
+
+    /**
+     * Refuses a number that overflowed a double (such as {@code 1e999}): canonical JSON (1.5) has no
+     * spelling for infinity, so such a document could be read but never written back.
+     */
+    private static void requireFiniteNumbers(JsonNode node, String what) throws ProtocolException {
+        if (node.isContainerNode()) {
+            for (JsonNode child : node) {
+                requireFiniteNumbers(child, what);
+            }
+        } else if (node.isFloatingPointNumber() && !Double.isFinite(node.doubleValue())) {
+            throw new ProtocolException(what + ": number out of range for a double");
         }
     }
 
@@ -73,8 +88,8 @@ public final class ProtocolJson {
         if (v == null || v.isNull()) {
             return dflt;
         }
-        if (!v.isNumber()) {
-            throw new ProtocolException(what + ": '" + key + "' must be a number, got " + v);
+        if (!v.isNumber() || !Double.isFinite(v.doubleValue())) {
+            throw new ProtocolException(what + ": '" + key + "' must be a finite number, got " + v);
         }
         return v.doubleValue();
     }

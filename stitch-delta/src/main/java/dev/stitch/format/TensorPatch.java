@@ -271,7 +271,8 @@ public final class TensorPatch {
             try {
                 if (stream == null) {
                     stream = new ZstdInputStreamNoFinalizer(new ByteArrayInputStream((byte[]) values.heapBase().orElseThrow()));
-                    block = new byte[STREAM_BLOCK];
+                    // a block never exceeds the tensor: a shard of many small tensors would otherwise cost 2 MiB each
+                    block = new byte[(int) Math.min(STREAM_BLOCK, byteLength)];
                 }
                 long len = out.byteSize();
                 for (long at = 0; at < len; ) {

@@ -25,6 +25,10 @@ public final class ZstdFrames {
     public static final long MAX_ONE_SHOT = Integer.MAX_VALUE - 1024;
 
     private static final int MAGIC = 0xFD2FB528;
+    /** RFC 8878 3.1.1.2: no block decodes to more than 128 KiB (Block_Maximum_Size). */
+    private static final long MAX_BLOCK_CONTENT = 128 << 10;
+    /** RFC 8878 3.1.1.2: a block that yields any byte takes at least its 3-byte header and 1 byte. */
+    private static final long MIN_PRODUCTIVE_BLOCK = 4;
     /**
      * Idle decompression contexts, borrowed per frame: a version decodes dozens of small frames, each
      * would otherwise set one up. A pool rather than a thread-local, because a context's native memory
@@ -196,6 +200,16 @@ public final class ZstdFrames {
     }
 
     /**
+     * The most content a zstd frame of {@code frameLength} bytes can decode to, whatever its header
+     * declares: every block that yields bytes takes at least 4 of them and yields at most 128 KiB.
+     * Checking a declared size against this before allocating keeps memory bounded by the input.
+     */
+    public static long maxContentSize(long frameLength) {
+        long blocks = frameLength / MIN_PRODUCTIVE_BLOCK + (frameLength % MIN_PRODUCTIVE_BLOCK == 0 ? 0 : 1);
+        return blocks > Long.MAX_VALUE / MAX_BLOCK_CONTENT ? Long.MAX_VALUE : blocks * MAX_BLOCK_CONTENT;
+    }
+
+    /**
      * The frame's declared content size, after checking the frame is well-formed: magic present,
      * size declared, at most {@code bound}, and the frame ends exactly at the end of {@code frame}.
      */
@@ -220,6 +234,10 @@ public final class ZstdFrames {
         }
         if (Long.compareUnsigned(size, bound) > 0) {
             throw new DeltaFormatException(where + ": zstd frame declares " + Long.toUnsignedString(size) + " bytes, more than the bound " + bound);
+        }
+        if (size > maxContentSize(frame.length)) {
+            throw new DeltaFormatException(where + ": zstd frame of " + frame.length + " bytes declares " + size
+                + " bytes, more than such a frame can hold");
         }
         long frameLength = Zstd.findFrameCompressedSize(frame);
         if (Zstd.isError(frameLength) || frameLength <= 0) {

@@ -3,12 +3,15 @@ package dev.stitch.format;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stitch.kernels.Kernels;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -85,5 +88,19 @@ class ZstdFramesTest {
         MemorySegment s = arena.allocate(Math.max(1, bytes.length)).asSlice(0, bytes.length);
         MemorySegment.copy(bytes, 0, s, ValueLayout.JAVA_BYTE, 0, bytes.length);
         return s;
+    }
+
+    /** A declared size is checked against what the frame's bytes can hold before anything is allocated. */
+    @Test
+    void frameCannotDeclareMoreThanItsBlocksHold() {
+        byte[] zeros = ZstdFrames.compress(new byte[16 << 20]);
+        assertTrue(16 << 20 <= ZstdFrames.maxContentSize(zeros.length), "the most compressible frame stays within the limit");
+        assertArrayEquals(new byte[16 << 20], ZstdFrames.decompress(zeros, 16 << 20, "zeros"));
+        // magic, single-segment descriptor with an 8-byte content size of 2 GiB - 2048, one empty raw last block
+        byte[] liar = ByteBuffer.allocate(16).order(ByteOrder.LITTLE_ENDIAN)
+            .putInt(0xFD2FB528).put((byte) 0xE0).putLong((1L << 31) - 2048).put(new byte[] {1, 0, 0}).array();
+        DeltaFormatException e = assertThrows(DeltaFormatException.class, () -> ZstdFrames.decompress(liar, ZstdFrames.MAX_ONE_SHOT, "liar"));
+        assertTrue(e.getMessage().contains("more than such a frame can hold"), e.getMessage());
+        assertEquals(Long.MAX_VALUE, ZstdFrames.maxContentSize(Long.MAX_VALUE), "saturates instead of overflowing");
     }
 }

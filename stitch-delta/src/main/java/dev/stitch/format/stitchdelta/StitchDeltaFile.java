@@ -196,6 +196,11 @@ public final class StitchDeltaFile {
                     throw new DeltaFormatException(where + " (" + name + "): stream " + s + " declares codec " + codec[s] + ", " + stored[s]
                         + " stored / " + raw[s] + " raw bytes, expected " + expectRaw[s] + " raw");
                 }
+                // decoding allocates the raw size, so it must be one the stored bytes can actually hold
+                if (codec[s] == StitchDeltaFormat.CODEC_ZSTD && raw[s] > ZstdFrames.maxContentSize(stored[s])) {
+                    throw new DeltaFormatException(where + " (" + name + "): stream " + s + " of " + stored[s]
+                        + " zstd bytes cannot hold the " + raw[s] + " raw bytes it declares");
+                }
             }
             List<StitchRecord.Stream> streams = new ArrayList<>(nStreams);
             for (int s = 0; s < nStreams; s++) {
