@@ -4,6 +4,7 @@ import dev.stitch.format.DeltaFormatException;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.stitch.hash.Digest;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
@@ -40,7 +41,7 @@ class DigestsTest {
             int n = (int) v[0];
             String want = (String) v[1];
             assertEquals(want, Digests.of(Digests.BLAKE3, pattern(n)), "length " + n);
-            Digests.Digest d = Digests.newDigest(Digests.BLAKE3);
+            Digest d = Digests.newDigest(Digests.BLAKE3);
             MemorySegment p = pattern(n);
             for (int off = 0; off < n; off += 100) {
                 d.update(p.asSlice(off, Math.min(100, n - off)));
