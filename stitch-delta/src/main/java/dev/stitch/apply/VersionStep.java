@@ -1,5 +1,6 @@
 package dev.stitch.apply;
 
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.Artifact;
 import java.nio.file.Path;
 import java.util.List;
@@ -32,6 +33,6 @@ public record VersionStep(long version, long baseVersion, String backend, Path d
 
     /** An anchor step that replaces the local weights with the version's full checkpoint. */
     public static VersionStep anchor(long version, Path directory) {
-        return new VersionStep(version, version - 1, "full", directory, List.of(), Map.of(), true, null);
+        return new VersionStep(version, version - 1, DeltaFormat.FULL.id(), directory, List.of(), Map.of(), true, null);
     }
 }

@@ -62,6 +62,11 @@ public abstract class DeltaFormat {
                 + "' (expected stitch_delta, sparse_delta, disk_delta or full)"));
     }
 
+    /** Whether a manifest's {@code backend} value names a full-only version, loaded whole instead of patched. */
+    public static boolean isFullOnly(String manifestId) {
+        return byId(manifestId).map(f -> !f.hasTransition()).orElse(false);
+    }
+
     /** The manifest spelling. */
     public final String id() {
         return id;

@@ -7,6 +7,7 @@ import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.ArtifactVerificationException;
 import dev.stitch.board.BulletinBoard;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.LatestPointer;
@@ -41,7 +42,6 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
 
     /** Replay at most this many versions before preferring an anchor (board-and-sidecar.md 6.3). */
     static final int MAX_REPLAY_VERSIONS = 8;
-    private static final Set<String> BACKENDS = Set.of("stitch_delta", "disk_delta", "sparse_delta", "full");
 
     @Option(names = "--board", required = true, paramLabel = "DIR", description = "Board root directory.")
     Path boardRoot;
@@ -174,7 +174,7 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
             if (s.baseVersion() != prev) {
                 throw new IllegalStateException("version " + v + " builds on " + s.baseVersion() + ", not on " + prev);
             }
-            if (s.backend().equals("full") && !s.loadAnchor()) {
+            if (DeltaFormat.isFullOnly(s.backend()) && !s.loadAnchor()) {
                 s = step(board, pointer, v, true);
             }
             chain.add(s);
@@ -190,10 +190,10 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
         } catch (NoSuchFileException e) {
             throw new IllegalStateException("version " + v + " has no manifest on the board");
         }
-        if (!BACKENDS.contains(m.backend())) {
+        if (DeltaFormat.byId(m.backend()).isEmpty()) {
             throw new IllegalStateException("version " + v + " has backend '" + m.backend() + "', which cannot be applied host-side");
         }
-        boolean loadFull = anchor || m.backend().equals("full");
+        boolean loadFull = anchor || DeltaFormat.isFullOnly(m.backend());
         if (loadFull && !m.isAnchor()) {
             throw new IllegalStateException("version " + v + " is full-only but carries no full artifacts");
         }

@@ -2,6 +2,7 @@ package dev.stitch.engine;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.sync.PlannedVersion;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
@@ -36,7 +37,7 @@ final class SglangEngineAdapter extends SglangAdapter {
 
     @Override
     public Set<String> supportedBackends() {
-        return Set.of("sparse_delta", "full");
+        return Set.of(DeltaFormat.SPARSE_DELTA.id(), DeltaFormat.FULL.id());
     }
 
     /**

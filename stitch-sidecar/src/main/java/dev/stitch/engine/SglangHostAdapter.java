@@ -8,6 +8,7 @@ import dev.stitch.apply.HostApplier;
 import dev.stitch.apply.HostState;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.sync.PlannedVersion;
 import dev.stitch.sync.SyncPlan;
@@ -30,6 +31,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,7 +61,7 @@ final class SglangHostAdapter extends SglangAdapter {
 
     @Override
     public Set<String> supportedBackends() {
-        return Set.of("disk_delta", "stitch_delta", "sparse_delta", "full");
+        return DeltaFormat.all().stream().map(DeltaFormat::id).collect(Collectors.toSet());
     }
 
     /**
@@ -256,7 +258,7 @@ final class SglangHostAdapter extends SglangAdapter {
                 artifacts.put(a.path(), a);
             }
         }
-        return new VersionStep(v.version(), v.baseVersion(), anchor ? "full" : v.backend(), v.directory(),
+        return new VersionStep(v.version(), v.baseVersion(), anchor ? DeltaFormat.FULL.id() : v.backend(), v.directory(),
                 anchor ? List.of() : v.transitionFiles(), artifacts, anchor, runId);
     }
 
