@@ -47,10 +47,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Per version: the new weights are diffed against the snapshot (delta-formats.md 1); the first
  * backend of the list whose preconditions hold writes the transition (6), falling back down the list,
- * and a changed tensor set forces a full-only version (5); every {@code anchorInterval}-th version
- * also carries a full checkpoint; artifacts, manifest and pointer are published through the board's
- * transaction (board-and-sidecar.md 2.3). Only then does the snapshot advance, so after any failure
- * the next publish diffs against the last durable version. Retention runs the board's gc afterwards.
+ * and a changed tensor set forces a full-only version (5), written where the listed formats' readers
+ * look for one, or refused when they cannot load it ({@link Builder#allowFullFallback}); every
+ * {@code anchorInterval}-th version also carries a full checkpoint; artifacts, manifest and pointer are
+ * published through the board's transaction (board-and-sidecar.md 2.3).
+ * Only then does the snapshot advance, so after any failure the next publish diffs against the last
+ * durable version. Retention runs the board's gc afterwards.
  *
  * <p>One publish at a time: {@link #publishAsync} runs it on a background thread and refuses a second
  * while one is in flight. The weights passed in must stay unchanged until the publish finished.

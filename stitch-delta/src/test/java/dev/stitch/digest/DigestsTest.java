@@ -3,6 +3,7 @@ import dev.stitch.format.DeltaFormatException;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stitch.hash.Digest;
 import java.lang.foreign.MemorySegment;
@@ -48,6 +49,22 @@ class DigestsTest {
             }
             assertEquals(want, d.hex(), "length " + n + " in pieces");
         }
+    }
+
+    @Test
+    void everyFormatIsOneStreamingDigestWhoseSplitDoesNotMatter() {
+        byte[] data = new byte[70_001];
+        new java.util.Random(9).nextBytes(data);
+        MemorySegment whole = MemorySegment.ofArray(data);
+        for (String format : new String[] {Digests.XXH3_128, Digests.BLAKE3, Digests.ADLER32}) {
+            Digest d = Digests.newDigest(format);
+            for (int off = 0; off < data.length; off += 4099) {
+                d.update(whole.asSlice(off, Math.min(4099, data.length - off)));
+            }
+            assertEquals(Digests.of(format, whole), d.hex(), format);
+        }
+        assertTrue(Digests.newDigest(Digests.XXH3_128) instanceof dev.stitch.hash.Xxh3Stream,
+                "xxh3-128 is the kernels' own stream, with its Hash128 methods");
     }
 
     @Test
