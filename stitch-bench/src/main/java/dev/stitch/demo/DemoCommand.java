@@ -4,6 +4,7 @@ import dev.stitch.cli.ByteSize;
 
 import dev.stitch.cli.CliFailure;
 import dev.stitch.cli.StitchSubcommand;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.rehearsal.TrainerStep;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -158,12 +159,16 @@ public final class DemoCommand implements StitchSubcommand, Callable<Integer> {
         if (!m.equals("host") && !m.equals("engine")) {
             throw new CliFailure("--mode must be host or engine, got '" + mode + "'");
         }
-        String b = backend == null ? (m.equals("host") ? "stitch_delta" : "sparse_delta") : backend.toLowerCase(Locale.ROOT);
-        if (m.equals("engine") && !(b.equals("sparse_delta") || b.equals("full"))) {
-            throw new CliFailure("engine mode applies sparse_delta (or full) versions only; --backend " + b + " needs --mode host");
-        }
-        if (!(b.equals("stitch_delta") || b.equals("disk_delta") || b.equals("sparse_delta") || b.equals("full"))) {
+        DeltaFormat format;
+        try {
+            format = backend == null ? (m.equals("host") ? DeltaFormat.STITCH_DELTA : DeltaFormat.SPARSE_DELTA)
+                    : DeltaFormat.parse(backend);
+        } catch (IllegalArgumentException ex) {
             throw new CliFailure("--backend must be stitch_delta, disk_delta, sparse_delta or full, got '" + backend + "'");
+        }
+        String b = format.id();
+        if (m.equals("engine") && !(format == DeltaFormat.SPARSE_DELTA || format == DeltaFormat.FULL)) {
+            throw new CliFailure("engine mode applies sparse_delta (or full) versions only; --backend " + b + " needs --mode host");
         }
         String c = commitMode.toLowerCase(Locale.ROOT);
         if (!c.equals("quiesce") && !c.equals("in_place")) {

@@ -9,13 +9,13 @@ import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.engine.SglangSettings;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.sidecar.proxy.ProxyServer;
 import dev.stitch.sidecar.Sidecar;
 import dev.stitch.sidecar.SidecarConfig;
 import dev.stitch.sync.CommitMode;
 import dev.stitch.sync.SyncConfig;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.publish.Backend;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.Weights;
 import dev.stitch.publish.WeightPublisher;
@@ -207,10 +207,10 @@ final class DemoRun {
 
     /** The trainer's publisher, seeded from the checkpoint the engine boots with; full-only is the fallback. */
     private WeightPublisher publisher(FilesystemBulletinBoard board, Path baseDir) throws IOException {
-        Backend first = Backend.parse(options.backend());
+        DeltaFormat first = DeltaFormat.parse(options.backend());
         return WeightPublisher.builder()
                 .board(board)
-                .backends(first == Backend.FULL ? List.of(Backend.FULL) : List.of(first, Backend.FULL))
+                .backends(first == DeltaFormat.FULL ? List.of(DeltaFormat.FULL) : List.of(first, DeltaFormat.FULL))
                 .threads(options.threads())
                 .baseModel("stitch-demo/synthetic-llama")
                 .metadata("trainer", "stitch demo")

@@ -9,13 +9,20 @@ import java.lang.foreign.MemorySegment;
  * native kernels' when stitch-native is present, else {@link Xxh3.Hasher}). Not thread-safe; it holds
  * no native memory, so there is nothing to close.
  */
-public interface Xxh3Stream {
+public interface Xxh3Stream extends Digest {
 
     /** Feeds {@code data}. */
+    @Override
     Xxh3Stream update(MemorySegment data);
 
     /** The digest of everything fed so far; the stream stays usable. */
     Hash128 digest();
+
+    /** The canonical hex of {@link #digest()}. */
+    @Override
+    default String hex() {
+        return digest().hex();
+    }
 
     /** Bytes fed so far. */
     long length();

@@ -1,5 +1,6 @@
 package dev.stitch.apply;
 
+import dev.stitch.format.DeltaFormat;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -143,7 +144,7 @@ public final class ChainPlanner {
         }
         long replayBytes = 0;
         for (VersionStep s : usable.headMap(anchor.version(), true).values()) {
-            if ("full".equals(s.backend())) {
+            if (DeltaFormat.isFullOnly(s.backend())) {
                 return "version " + s.version() + " ships only a full checkpoint";
             }
             replayBytes += s.transitionBytes();

@@ -3,19 +3,19 @@ package dev.stitch.apply;
 import dev.stitch.board.ArtifactVerificationException;
 import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.AtomicFiles;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.DeltaFormatException;
 import dev.stitch.digest.Digests;
 import dev.stitch.format.TensorPatch;
-import dev.stitch.format.disk.DiskDeltaVersion;
-import dev.stitch.format.sparse.SparseDeltaFile;
-import dev.stitch.format.sparse.SparseParam;
-import dev.stitch.format.stitchdelta.StitchDeltaFile;
+import dev.stitch.format.VersionFiles;
+import dev.stitch.format.VersionPatches;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.memory.MappedRegions;
+import dev.stitch.format.full.FullCheckpointWriter;
 import dev.stitch.protocol.Artifact;
+import dev.stitch.protocol.Manifest;
 import dev.stitch.safetensors.Checkpoint;
 import dev.stitch.safetensors.SafetensorsFormatException;
-import dev.stitch.tensor.TensorSpec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -33,7 +33,6 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ForkJoinPool;
@@ -147,7 +146,8 @@ public final class HostApplier implements AutoCloseable {
         long written = 0;
         for (VersionStep step : chain) {
             String dirty = state.dirtyReason();
-            if (step.loadAnchor() || step.backend().equals("full")) {
+            DeltaFormat format = step.loadAnchor() ? DeltaFormat.FULL : DeltaFormat.byId(step.backend()).orElse(null);
+            if (format != null && !format.hasTransition()) {
                 if (!step.loadAnchor() && state.version() >= step.version() && dirty == null && sameRun(step)) {
                     skipped.add(step.version());
                     continue;
@@ -172,8 +172,12 @@ public final class HostApplier implements AutoCloseable {
                 throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.WRONG_BASE,
                     "out-of-order delta: local at " + state.version() + ", delta builds on " + step.baseVersion());
             }
+            if (format == null) {
+                throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.UNSUPPORTED,
+                    "backend '" + step.backend() + "' cannot be applied host-side");
+            }
             long[] w = new long[1];
-            unknown.addAll(inPool(() -> applyDelta(step, progress, w)));
+            unknown.addAll(inPool(() -> applyDelta(step, format, progress, w)));
             written += w[0];
             applied.add(step.version());
         }
@@ -219,19 +223,23 @@ public final class HostApplier implements AutoCloseable {
 
     // ---- delta versions ------------------------------------------------------------------------
 
-    private List<String> applyDelta(VersionStep step, ApplyProgress progress, long[] written) throws IOException, RefusedVersionException {
+    private List<String> applyDelta(VersionStep step, DeltaFormat format, ApplyProgress progress, long[] written)
+            throws IOException, RefusedVersionException {
         long v = step.version();
         List<String> used = new ArrayList<>(step.transitionFiles());
-        if (step.backend().equals("disk_delta")) {
+        for (String meta : format.metaFiles()) {
             // Read whether or not the manifest lists it (1.4), so it is checked for presence and links like a listed file.
-            used.add(dev.stitch.format.disk.DiskDeltaIndex.FILE);
+            used.add(meta);
         }
         verifyArtifacts(step, used, progress);
         List<String> unknown = new ArrayList<>();
         try (Checkpoint ckpt = Checkpoint.open(local, true)) {
             Map<String, List<TensorPatch>> byName;
             try {
-                byName = decode(step, ckpt, unknown);
+                VersionPatches patches = format.readPatches(
+                    new VersionFiles(v, step.baseVersion(), step.directory(), step.transitionFiles()), ckpt);
+                byName = patches.byName();
+                unknown.addAll(patches.unknownTensors());
             } catch (DeltaFormatException | SafetensorsFormatException e) {
                 throw new RefusedVersionException(v, RefusedVersionException.Reason.MALFORMED, e.getMessage(), e);
             }
@@ -282,139 +290,6 @@ public final class HostApplier implements AutoCloseable {
         writeState();
         progress.report(v, "done", 1, 1);
         return unknown;
-    }
-
-    private Map<String, List<TensorPatch>> decode(VersionStep step, Checkpoint ckpt, List<String> unknown) throws IOException, RefusedVersionException {
-        Map<String, List<TensorPatch>> byName = new TreeMap<>();
-        switch (step.backend()) {
-            case "disk_delta" -> {
-                DiskDeltaVersion dv = DiskDeltaVersion.read(step.directory(), ckpt::spec);
-                if (dv.index().version() != step.version()) {
-                    throw new DeltaFormatException(step.directory() + ": index says version " + dv.index().version() + ", expected " + step.version());
-                }
-                for (TensorPatch p : dv.patches()) {
-                    byName.computeIfAbsent(p.name(), k -> new ArrayList<>()).add(p);
-                }
-            }
-            case "stitch_delta" -> {
-                for (String f : step.transitionFiles()) {
-                    StitchDeltaFile sd = StitchDeltaFile.read(step.directory().resolve(f));
-                    if (sd.version() != step.version() || sd.baseVersion() != step.baseVersion()) {
-                        throw new DeltaFormatException(f + ": file says version " + sd.version() + " on base " + sd.baseVersion()
-                            + ", the manifest says " + step.version() + " on " + step.baseVersion());
-                    }
-                    for (TensorPatch p : sd.patches(ckpt::spec)) {
-                        if (byName.containsKey(p.name())) {
-                            throw new DeltaFormatException(f + ": tensor " + p.name() + " appears twice in one version");
-                        }
-                        byName.computeIfAbsent(p.name(), k -> new ArrayList<>()).add(p);
-                    }
-                }
-            }
-            case "sparse_delta" -> {
-                if (step.transitionFiles().isEmpty()) {
-                    break;
-                }
-                for (String f : step.transitionFiles()) {
-                    SparseDeltaFile sf = SparseDeltaFile.read(step.directory().resolve(f));
-                    unknown.addAll(sf.check(ckpt::spec));
-                    for (int i = 0; i < sf.params().size(); i++) {
-                        SparseParam p = sf.params().get(i);
-                        if (!ckpt.contains(p.name())) {
-                            continue;
-                        }
-                        byName.computeIfAbsent(p.name(), k -> new ArrayList<>()).add(sparsePatch(sf, i));
-                    }
-                }
-            }
-            default -> throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.UNSUPPORTED,
-                "backend '" + step.backend() + "' cannot be applied host-side");
-        }
-        return byName;
-    }
-
-    /** The NaN-masked patch of one sparse_delta param: values that are NaN after the cast are left out (2.10). */
-    static TensorPatch sparsePatch(SparseDeltaFile f, int i) {
-        SparseParam p = f.params().get(i);
-        long[] idx = f.indices(i);
-        int w = p.dtype().width();
-        // keys = index << 31 | entry number: one primitive sort orders by index, and among repeats the
-        // later entry (which sequential writes would leave in place) sorts last
-        long[] keys = new long[idx.length];
-        int n = 0;
-        boolean ascending = true;
-        long prev = -1;
-        for (int k = 0; k < idx.length; k++) {
-            if (idx[k] < 0 || idx[k] >= (1L << 32)) {
-                return sparsePatchWideIndices(f, i, idx);
-            }
-            if (isNaN(f.valueBits(i, k), p.dtype())) {
-                continue;
-            }
-            ascending &= idx[k] > prev;
-            prev = idx[k];
-            keys[n++] = idx[k] << 31 | k;
-        }
-        if (!ascending) {
-            java.util.Arrays.sort(keys, 0, n);
-        }
-        long[] pos = new long[n];
-        MemorySegment vals = MemorySegment.ofArray(new byte[Math.multiplyExact(n, w)]);
-        int m = 0;
-        for (int e = 0; e < n; e++) {
-            long index = keys[e] >>> 31;
-            if (e + 1 < n && keys[e + 1] >>> 31 == index) {
-                continue;
-            }
-            int bits = f.valueBits(i, (int) (keys[e] & 0x7FFF_FFFFL));
-            pos[m] = index;
-            for (int b = 0; b < w; b++) {
-                vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) m * w + b, (byte) (bits >>> (8 * b)));
-            }
-            m++;
-        }
-        return TensorPatch.scatter(p.name(), p.spec().byteLength(), w, false, java.util.Arrays.copyOf(pos, m),
-            vals.asSlice(0, (long) m * w), null, null);
-    }
-
-    /** {@link #sparsePatch} for a tensor of more than 2^32 elements, whose indices do not pack into a sort key. */
-    private static TensorPatch sparsePatchWideIndices(SparseDeltaFile f, int i, long[] idx) {
-        SparseParam p = f.params().get(i);
-        int w = p.dtype().width();
-        List<Integer> kept = new ArrayList<>();
-        for (int k = 0; k < idx.length; k++) {
-            if (!isNaN(f.valueBits(i, k), p.dtype())) {
-                kept.add(k);
-            }
-        }
-        // a stable sort keeps repeats in file order, so the last of each run is the one that wins
-        kept.sort((a, b) -> Long.compare(idx[a], idx[b]));
-        List<Integer> last = new ArrayList<>();
-        for (int e = 0; e < kept.size(); e++) {
-            if (e + 1 == kept.size() || idx[kept.get(e + 1)] != idx[kept.get(e)]) {
-                last.add(kept.get(e));
-            }
-        }
-        long[] pos = new long[last.size()];
-        MemorySegment vals = MemorySegment.ofArray(new byte[Math.multiplyExact(last.size(), w)]);
-        for (int m = 0; m < pos.length; m++) {
-            int k = last.get(m);
-            int bits = f.valueBits(i, k);
-            pos[m] = idx[k];
-            for (int b = 0; b < w; b++) {
-                vals.set(java.lang.foreign.ValueLayout.JAVA_BYTE, (long) m * w + b, (byte) (bits >>> (8 * b)));
-            }
-        }
-        return TensorPatch.scatter(p.name(), p.spec().byteLength(), w, false, pos, vals, null, null);
-    }
-
-    private static boolean isNaN(int bits, dev.stitch.tensor.Dtype d) {
-        return switch (d) {
-            case BF16 -> (bits & 0x7F80) == 0x7F80 && (bits & 0x007F) != 0;
-            case F16 -> (bits & 0x7C00) == 0x7C00 && (bits & 0x03FF) != 0;
-            case F32 -> (bits & 0x7F800000) == 0x7F800000 && (bits & 0x007FFFFF) != 0;
-            default -> false;
-        };
     }
 
     /**
@@ -506,10 +381,13 @@ public final class HostApplier implements AutoCloseable {
 
     private long loadAnchor(VersionStep step, ApplyProgress progress) throws IOException, RefusedVersionException {
         long v = step.version();
-        Path full = step.directory().resolve("full");
+        Path full = step.directory().resolve(FullCheckpointWriter.ANCHOR_DIR);
         Path source = Files.isDirectory(full) ? full : step.directory();
-        String prefix = source.equals(full) ? "full/" : "";
-        List<String> names = listFiles(source);
+        String prefix = source.equals(full) ? FullCheckpointWriter.ANCHOR_DIR + "/" : "";
+        // a full version may be the version directory itself (slime layout, or the reset a disk_delta
+        // publisher writes, delta-formats.md 3.5): the board's own manifest is no part of the checkpoint
+        List<String> names = listFiles(source).stream().filter(n -> !(prefix.isEmpty() && n.equals(Manifest.FILE_NAME)))
+            .toList();
         List<String> used = new ArrayList<>();
         for (String n : names) {
             used.add(prefix + n);

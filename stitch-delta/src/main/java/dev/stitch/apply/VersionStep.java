@@ -1,5 +1,6 @@
 package dev.stitch.apply;
 
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.Manifest;
@@ -48,7 +49,7 @@ public record VersionStep(long version, long baseVersion, String runId, String b
         }
         return new VersionStep(manifest.version(), manifest.baseVersion(), manifest.runId(), manifest.backend(),
                 manifest.loadFormat(), directory, manifest.transitionFiles(), manifest.transitionWeights(), byPath,
-                "full".equals(manifest.backend()));
+                DeltaFormat.isFullOnly(manifest.backend()));
     }
 
     /** A delta step without manifest artifacts (e.g. a slime-layout directory). */
@@ -59,7 +60,7 @@ public record VersionStep(long version, long baseVersion, String runId, String b
 
     /** An anchor step that replaces the local weights with the version's full checkpoint. */
     public static VersionStep anchor(long version, Path directory) {
-        return new VersionStep(version, version - 1, null, "full", null, directory, List.of(), List.of(), Map.of(),
+        return new VersionStep(version, version - 1, null, DeltaFormat.FULL.id(), null, directory, List.of(), List.of(), Map.of(),
                 true);
     }
 

@@ -1,5 +1,6 @@
 package dev.stitch.digest;
 
+import dev.stitch.hash.Digest;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -10,7 +11,7 @@ import java.util.HexFormat;
  * disk_delta files (delta-formats.md 0.4). Written from the BLAKE3 specification: 1 KiB chunks of
  * 64-byte blocks, chaining values merged pairwise in a binary tree, 7-round compression.
  */
-final class Blake3 {
+final class Blake3 implements Digest {
 
     private static final int[] IV = {0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19};
     private static final int[] PERMUTATION = {2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8};
@@ -31,7 +32,8 @@ final class Blake3 {
     private int blockLen;
     private int blocksCompressed;
 
-    Blake3 update(MemorySegment data) {
+    @Override
+    public Blake3 update(MemorySegment data) {
         long n = data.byteSize();
         long at = 0;
         while (at < n) {
@@ -75,7 +77,8 @@ final class Blake3 {
         return new Output(cv, words(padded), chunkCounter, blockLen, (blocksCompressed == 0 ? CHUNK_START : 0) | CHUNK_END);
     }
 
-    String hex() {
+    @Override
+    public String hex() {
         Output out = chunkOutput();
         for (int i = stackSize - 1; i >= 0; i--) {
             out = new Output(IV, concat(stack[i], out.chainingValue()), 0, BLOCK, PARENT);

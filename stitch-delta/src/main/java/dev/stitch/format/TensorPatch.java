@@ -3,6 +3,7 @@ import dev.stitch.digest.Digests;
 
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
+import dev.stitch.hash.Digest;
 import dev.stitch.hash.Xxh3Stream;
 import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
 import java.io.ByteArrayInputStream;
@@ -366,7 +367,7 @@ public final class TensorPatch {
         if ((kind == Kind.SCATTER || kind == Kind.SCATTER_XOR || escaped()) && Digests.XXH3_128.equals(digestFormat)) {
             return kernels.patchedXxh3(current, width, positions(), 8, values, count, xorScatter()).hex();
         }
-        Digests.Digest d = Digests.newDigest(digestFormat);
+        Digest d = Digests.newDigest(digestFormat);
         long window = Math.max(width, DIGEST_WINDOW - DIGEST_WINDOW % width);
         try (Arena arena = Arena.ofConfined(); Windows w = windows()) {
             MemorySegment scratch = arena.allocate(Math.max(1, Math.min(window, byteLength)), 64);

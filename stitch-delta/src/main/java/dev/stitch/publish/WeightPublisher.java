@@ -1,34 +1,20 @@
 package dev.stitch.publish;
 
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.board.FilesystemBulletinBoard;
-import dev.stitch.board.ManifestFields;
-import dev.stitch.board.VersionPublication;
 import dev.stitch.encode.DeltaEncoder;
-import dev.stitch.encode.VersionMemory;
 import dev.stitch.encode.EncodedVersion;
 import dev.stitch.encode.Snapshot;
 import dev.stitch.encode.TensorData;
 import dev.stitch.encode.ValueMode;
-import dev.stitch.format.PreconditionFailedException;
-import dev.stitch.format.WriteResult;
-import dev.stitch.format.WrittenFile;
-import dev.stitch.format.disk.DiskDeltaWriter;
-import dev.stitch.format.sparse.SparseDeltaWriter;
+import dev.stitch.encode.VersionMemory;
+import dev.stitch.format.DeltaFormat;
+import dev.stitch.format.FormatOptions;
 import dev.stitch.format.sparse.SparseEncoding;
-import dev.stitch.format.stitchdelta.StitchDeltaWriter;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
-import dev.stitch.protocol.ArtifactKind;
-import dev.stitch.protocol.Manifest;
 import dev.stitch.memory.BufferAllocator;
-import dev.stitch.digest.WeightsDigest;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SegmentAllocator;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -40,7 +26,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,10 +47,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Per version: the new weights are diffed against the snapshot (delta-formats.md 1); the first
  * backend of the list whose preconditions hold writes the transition (6), falling back down the list,
- * and a changed tensor set forces a full-only version (5); every {@code anchorInterval}-th version
- * also carries a full checkpoint; artifacts, manifest and pointer are published through the board's
- * transaction (board-and-sidecar.md 2.3). Only then does the snapshot advance, so after any failure
- * the next publish diffs against the last durable version. Retention runs the board's gc afterwards.
+ * and a changed tensor set forces a full-only version (5), written where the listed formats' readers
+ * look for one, or refused when they cannot load it ({@link Builder#allowFullFallback}); every
+ * {@code anchorInterval}-th version also carries a full checkpoint; artifacts, manifest and pointer are
+ * published through the board's transaction (board-and-sidecar.md 2.3).
+ * Only then does the snapshot advance, so after any failure the next publish diffs against the last
+ * durable version. Retention runs the board's gc afterwards.
  *
  * <p>One publish at a time: {@link #publishAsync} runs it on a background thread and refuses a second
  * while one is in flight. The weights passed in must stay unchanged until the publish finished.
@@ -79,24 +66,10 @@ public final class WeightPublisher implements AutoCloseable {
     /** Diff output kept mapped between versions: a 3% version of a 2 GiB bf16 model fits. */
     private static final long RETAINED_DIFF_BYTES = 256L << 20;
 
-    private final FilesystemBulletinBoard board;
-    private final String runId;
-    private final List<Backend> backends;
-    private final ValueMode stitchValues;
-    private final SparseEncoding sparseEncoding;
-    private final ValueMode diskEncoding;
-    private final long bucketBytes;
-    private final long maxFileBytes;
-    private final int anchorInterval;
-    private final int keepLast;
-    private final long gcMinAgeSeconds;
-    private final boolean recordWeightsDigest;
-    private final PublishProgress progress;
-    private final String baseModel;
-    private final Map<String, String> metadata;
+    private final PublisherSettings settings;
     private final DeltaEncoder encoder;
-    /** Kept for the publisher's life so its scratch memory stays mapped from one version to the next. */
-    private final StitchDeltaWriter stitchWriter;
+    /** Encodes, writes and commits each version; holds the format writers for the publisher's life. */
+    private final VersionStager stager;
     /** Holds each version's changes until the snapshot advanced; reused so its pages stay mapped. */
     private final VersionMemory diffMemory;
     private final Snapshot snapshot;
@@ -108,24 +81,11 @@ public final class WeightPublisher implements AutoCloseable {
     private boolean closed;
     private String broken;
 
-    private WeightPublisher(Builder b, Snapshot snapshot, BufferAllocator memory) {
-        this.board = b.board;
-        this.runId = b.runId;
-        this.backends = List.copyOf(b.backends);
-        this.stitchValues = b.values;
-        this.sparseEncoding = b.sparseEncoding;
-        this.diskEncoding = b.diskEncoding;
-        this.bucketBytes = b.bucketBytes;
-        this.maxFileBytes = b.maxFileBytes;
-        this.anchorInterval = b.anchorInterval;
-        this.keepLast = b.keepLast;
-        this.gcMinAgeSeconds = b.gcMinAgeSeconds;
-        this.recordWeightsDigest = b.recordWeightsDigest;
-        this.progress = b.progress;
-        this.baseModel = b.baseModel;
-        this.metadata = Map.copyOf(b.metadata);
-        this.encoder = new DeltaEncoder(b.kernels, b.threads);
-        this.stitchWriter = new StitchDeltaWriter(stitchValues, maxFileBytes, encoder.runner(), true);
+    private WeightPublisher(PublisherSettings settings, DeltaKernels kernels, int threads, Snapshot snapshot,
+                            BufferAllocator memory) {
+        this.settings = settings;
+        this.encoder = new DeltaEncoder(kernels, threads);
+        this.stager = new VersionStager(settings, encoder, snapshot);
         this.diffMemory = new VersionMemory(RETAINED_DIFF_BYTES);
         this.snapshot = snapshot;
         this.memory = memory;
@@ -142,17 +102,17 @@ public final class WeightPublisher implements AutoCloseable {
 
     /** The board this publisher writes. */
     public FilesystemBulletinBoard board() {
-        return board;
+        return settings.board();
     }
 
     /** The run versions are published under, or null for a run-less board. */
     public String runId() {
-        return runId;
+        return settings.runId();
     }
 
     /** The backend list, in fallback order. */
-    public List<Backend> backends() {
-        return backends;
+    public List<DeltaFormat> backends() {
+        return settings.formats();
     }
 
     /** The last version this publisher published durably, or -1. */
@@ -238,126 +198,18 @@ public final class WeightPublisher implements AutoCloseable {
             checkOpen();
             long started = System.nanoTime();
             try {
-                Attempt a = stage(version, tensors, extraMetadata, diffMemory);
+                StagedVersion a = stager.stage(version, tensors, extraMetadata, diffMemory);
                 long snapStart = System.nanoTime();
                 advanceSnapshot(version, a.encoded, tensors);
                 long snapNanos = System.nanoTime() - snapStart;
-                progress.report(version, "done", 1, 1);
+                settings.progress().report(version, "done", 1, 1);
                 lastPublished = version;
                 retention();
-                PublishResult.Timings timings = new PublishResult.Timings(a.encoded.diffNanos(), a.encodeNanos,
-                        a.anchorNanos, a.commitNanos, snapNanos, System.nanoTime() - started);
-                EncodedVersion e = a.encoded;
-                return new PublishResult(version, runId, a.backend.id(), a.encoding, a.valueMode, a.fallbackReason,
-                        a.anchor, e.tensors(), e.changes().size(), e.totalElements(), e.changedElements(), e.changedBytes(),
-                        e.totalBytes(), a.rawBytes, a.transitionBytes, a.fullBytes, a.files, timings, a.weightsDigest);
+                return a.result(version, settings.runId(), snapNanos, System.nanoTime() - started);
             } finally {
                 // the changes are applied to the snapshot (or abandoned): their memory is free for the next version
                 diffMemory.reset();
             }
-        }
-    }
-
-    /** Everything up to and including the pointer move; the snapshot is untouched. */
-    private Attempt stage(long version, Collection<TensorData> tensors, Map<String, String> extraMetadata,
-                          SegmentAllocator arena)
-            throws IOException {
-        Attempt a = new Attempt();
-        VersionPublication pub = board.beginPublish(runId, version);
-        try {
-            Path dir = pub.stagingDirectory();
-            long modelBytes = 0;
-            for (TensorData t : tensors) {
-                modelBytes += t.bytes().byteSize();
-            }
-            long total = modelBytes;
-            AtomicLong compared = new AtomicLong();
-            LongConsumer diffProgress = bytes -> progress.report(version, "diff", compared.addAndGet(bytes), total);
-            EncodedVersion encoded = encoder.diff(snapshot, tensors, diffMode(firstDeltaBackend()), arena, diffProgress,
-                    recordsNewDigests(), firstDeltaBackend() == Backend.STITCH_DELTA);
-            List<String> skipped = new ArrayList<>();
-            Backend chosen = null;
-            WriteResult written = null;
-            if (encoded.layoutChanged()) {
-                skipped.add(snapshot.isEmpty() ? "no snapshot to diff against (seed the publisher from the served checkpoint)"
-                        : "the set of tensor names, dtypes or shapes changed");
-                chosen = Backend.FULL;
-            } else {
-                for (Backend b : backends) {
-                    if (b == Backend.FULL) {
-                        chosen = b;
-                        break;
-                    }
-                    ValueMode wanted = diffMode(b);
-                    if (encoded.valueMode() != wanted) {
-                        compared.set(0);
-                        encoded = encoder.diff(snapshot, tensors, wanted, arena, diffProgress, recordsNewDigests(),
-                                b == Backend.STITCH_DELTA);
-                    }
-                    progress.report(version, "encode", 0, encoded.changedBytes());
-                    long t0 = System.nanoTime();
-                    try {
-                        written = VersionWriters.write(b, version, encoded.changes(), dir, this);
-                        a.encodeNanos = System.nanoTime() - t0;
-                        progress.report(version, "encode", encoded.changedBytes(), encoded.changedBytes());
-                        chosen = b;
-                        break;
-                    } catch (PreconditionFailedException ex) {
-                        skipped.add(ex.getMessage());
-                    }
-                }
-            }
-            if (chosen == null) {
-                throw new IOException("no backend of " + backends + " can express version " + version + ": "
-                        + String.join("; ", skipped));
-            }
-            a.encoded = encoded;
-            a.backend = chosen;
-            a.fallbackReason = skipped.isEmpty() ? null : String.join("; ", skipped);
-            if (written != null) {
-                a.rawBytes = written.rawBytes();
-                for (WrittenFile f : written.files()) {
-                    pub.addArtifact(f.path(), f.kind(), f.size(), f.xxh3());
-                    a.transitionBytes += f.size();
-                    a.files++;
-                }
-            }
-            a.anchor = chosen == Backend.FULL || (anchorInterval > 0 && version % anchorInterval == 0);
-            if (a.anchor) {
-                progress.report(version, "anchor", 0, modelBytes);
-                long t0 = System.nanoTime();
-                WriteResult full = VersionWriters.writeAnchor(tensors, dir);
-                for (WrittenFile f : full.files()) {
-                    pub.addArtifact(f.path(), ArtifactKind.FULL, f.size(), f.xxh3());
-                    a.fullBytes += f.size();
-                    a.files++;
-                }
-                a.anchorNanos = System.nanoTime() - t0;
-                progress.report(version, "anchor", modelBytes, modelBytes);
-            }
-            if (recordWeightsDigest) {
-                a.weightsDigest = WeightsDigest.of(segments(tensors), encoder.kernels());
-            }
-            a.encoding = written == null ? null : written.deltaEncoding();
-            a.valueMode = chosen == Backend.STITCH_DELTA ? stitchValues.id()
-                    : chosen == Backend.DISK_DELTA ? diskEncoding.id() : null;
-            ManifestFields fields = VersionWriters.manifestFields(chosen, written, encoded, tensors)
-                    .withBaseModel(baseModel)
-                    .withMetadata(metadataFor(a, encoded, extraMetadata));
-            progress.report(version, "commit", 0, 1);
-            long t0 = System.nanoTime();
-            Manifest m = pub.commit(fields);
-            a.commitNanos = System.nanoTime() - t0;
-            progress.report(version, "commit", 1, 1);
-            LOG.debug("published version {} ({} backend, {} files)", m.version(), m.backend(), a.files);
-            return a;
-        } catch (Throwable t) {
-            try {
-                pub.abort();
-            } catch (IOException suppressed) {
-                t.addSuppressed(suppressed);
-            }
-            throw t;
         }
     }
 
@@ -383,99 +235,16 @@ public final class WeightPublisher implements AutoCloseable {
         }
     }
 
-    private ObjectNode metadataFor(Attempt a, EncodedVersion e, Map<String, String> extra) {
-        ObjectNode m = JsonNodeFactory.instance.objectNode();
-        m.put("publisher", PUBLISHER_ID);
-        m.put("changed_elements", e.changedElements());
-        m.put("total_elements", e.totalElements());
-        m.put("changed_bytes", e.changedBytes());
-        if (a.backend != Backend.FULL) {
-            m.put("encoded_raw_bytes", a.rawBytes);
-            m.put("encoded_bytes", a.transitionBytes);
-        }
-        if (a.valueMode != null) {
-            m.put("value_mode", a.valueMode);
-        }
-        if (a.fallbackReason != null) {
-            m.put("fallback_reason", a.fallbackReason);
-        }
-        if (a.weightsDigest != null) {
-            m.put("weights_digest", a.weightsDigest);
-        }
-        metadata.forEach(m::put);
-        extra.forEach(m::put);
-        return m;
-    }
-
     private void retention() {
-        if (keepLast <= 0) {
+        if (settings.keepLast() <= 0) {
             return;
         }
         try {
-            board.gc(keepLast, gcMinAgeSeconds);
+            settings.board().gc(settings.keepLast(), settings.gcMinAgeSeconds());
         } catch (IOException | RuntimeException e) {
             // The version is already durable; a failed gc only delays cleanup until the next publish.
             LOG.warn("board gc after version {} failed: {}", lastPublished, e.getMessage());
         }
-    }
-
-    private Backend firstDeltaBackend() {
-        for (Backend b : backends) {
-            if (b != Backend.FULL) {
-                return b;
-            }
-        }
-        return Backend.FULL;
-    }
-
-    /** Whether a configured format records digests of new tensors, so the diff should hash them while it reads them. */
-    private boolean recordsNewDigests() {
-        return backends.contains(Backend.STITCH_DELTA) || backends.contains(Backend.DISK_DELTA);
-    }
-
-    /** The values a backend's writer wants: stitch_delta follows its value mode, the others read new bits. */
-    private ValueMode diffMode(Backend b) {
-        return b == Backend.STITCH_DELTA ? stitchValues : ValueMode.OVERWRITE;
-    }
-
-    private static Map<String, MemorySegment> segments(Collection<TensorData> tensors) {
-        Map<String, MemorySegment> m = new LinkedHashMap<>();
-        for (TensorData t : tensors) {
-            m.put(t.name(), t.bytes());
-        }
-        return m;
-    }
-
-    ValueMode stitchValues() {
-        return stitchValues;
-    }
-
-    SparseEncoding sparseEncoding() {
-        return sparseEncoding;
-    }
-
-    ValueMode diskEncoding() {
-        return diskEncoding;
-    }
-
-    long bucketBytes() {
-        return bucketBytes;
-    }
-
-    long maxFileBytes() {
-        return maxFileBytes;
-    }
-
-    int threads() {
-        return encoder.threads();
-    }
-
-    StitchDeltaWriter stitchWriter() {
-        return stitchWriter;
-    }
-
-    DeltaKernels kernels() {
-        return encoder.kernels();
     }
 
     private void checkOpen() {
@@ -501,7 +270,7 @@ public final class WeightPublisher implements AutoCloseable {
         synchronized (publishLock) {
             if (!closed) {
                 closed = true;
-                stitchWriter.close();
+                stager.close();
                 diffMemory.close();
                 encoder.close();
                 snapshot.close();
@@ -516,34 +285,13 @@ public final class WeightPublisher implements AutoCloseable {
         return Snapshot.copyOf(memory, w.tensors(), bytes -> progress.report(0, "seed", copied.addAndGet(bytes), total));
     }
 
-    /** Mutable state of one publish attempt. */
-    private static final class Attempt {
-        EncodedVersion encoded;
-        Backend backend;
-        String encoding;
-        String valueMode;
-        String fallbackReason;
-        boolean anchor;
-        long rawBytes;
-        long transitionBytes;
-        long fullBytes;
-        int files;
-        long encodeNanos;
-        long anchorNanos;
-        long commitNanos;
-        String weightsDigest;
-    }
-
     /** Configures a {@link WeightPublisher}; only the board is required. */
     public static final class Builder {
         private FilesystemBulletinBoard board;
         private String runId;
-        private List<Backend> backends = List.of(Backend.STITCH_DELTA, Backend.FULL);
-        private ValueMode values = ValueMode.XOR;
-        private SparseEncoding sparseEncoding = SparseEncoding.DELTAS_ZSTD;
-        private ValueMode diskEncoding = ValueMode.OVERWRITE;
-        private long bucketBytes = SparseDeltaWriter.DEFAULT_BUFFER_SIZE;
-        private long maxFileBytes = DiskDeltaWriter.DEFAULT_MAX_FILE_BYTES;
+        private List<DeltaFormat> backends = List.of(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL);
+        private FormatOptions formatOptions = FormatOptions.defaults();
+        private boolean allowFullFallback;
         private int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
         private int anchorInterval = 25;
         private int keepLast;
@@ -578,11 +326,11 @@ public final class WeightPublisher implements AutoCloseable {
         }
 
         /** Ordered backend list with fallback (delta-formats.md 6); default {@code [stitch_delta, full]}. */
-        public Builder backends(Backend... list) {
+        public Builder backends(DeltaFormat... list) {
             return backends(List.of(list));
         }
 
-        public Builder backends(List<Backend> list) {
+        public Builder backends(List<DeltaFormat> list) {
             if (list.isEmpty()) {
                 throw new IllegalArgumentException("the backend list is empty");
             }
@@ -595,19 +343,19 @@ public final class WeightPublisher implements AutoCloseable {
 
         /** stitch_delta value mode; default {@code xor}. */
         public Builder values(ValueMode mode) {
-            this.values = Objects.requireNonNull(mode, "mode");
+            this.formatOptions = formatOptions.withStitchValues(Objects.requireNonNull(mode, "mode"));
             return this;
         }
 
         /** sparse_delta position encoding; default {@code deltas_zstd}. */
         public Builder sparseEncoding(SparseEncoding encoding) {
-            this.sparseEncoding = Objects.requireNonNull(encoding, "encoding");
+            this.formatOptions = formatOptions.withSparseEncoding(Objects.requireNonNull(encoding, "encoding"));
             return this;
         }
 
         /** disk_delta payload encoding; default {@code overwrite} (idempotent). */
         public Builder diskEncoding(ValueMode mode) {
-            this.diskEncoding = Objects.requireNonNull(mode, "mode");
+            this.formatOptions = formatOptions.withDiskEncoding(Objects.requireNonNull(mode, "mode"));
             return this;
         }
 
@@ -616,7 +364,7 @@ public final class WeightPublisher implements AutoCloseable {
             if (bytes <= 0) {
                 throw new IllegalArgumentException("bucket size must be positive");
             }
-            this.bucketBytes = bytes;
+            this.formatOptions = formatOptions.withBucketBytes(bytes);
             return this;
         }
 
@@ -625,7 +373,7 @@ public final class WeightPublisher implements AutoCloseable {
             if (bytes <= 0) {
                 throw new IllegalArgumentException("file size limit must be positive");
             }
-            this.maxFileBytes = bytes;
+            this.formatOptions = formatOptions.withMaxFileBytes(bytes);
             return this;
         }
 
@@ -668,6 +416,17 @@ public final class WeightPublisher implements AutoCloseable {
         /** Also compute the weights digest of each version into {@code metadata.weights_digest} (costs one hash pass). */
         public Builder recordWeightsDigest(boolean on) {
             this.recordWeightsDigest = on;
+            return this;
+        }
+
+        /**
+         * Whether a version that must be published in full (a changed tensor set, or a change no listed
+         * delta format can carry) may be, when a listed format's readers cannot take full versions:
+         * upstream sparse_delta consumers mark one applied without loading it (delta-formats.md 2.8).
+         * Default false: such a publish fails with {@link FullFallbackRefusedException} and publishes nothing.
+         */
+        public Builder allowFullFallback(boolean allow) {
+            this.allowFullFallback = allow;
             return this;
         }
 
@@ -746,7 +505,9 @@ public final class WeightPublisher implements AutoCloseable {
                 } else {
                     snap = Snapshot.empty(memory);
                 }
-                return new WeightPublisher(this, snap, memory);
+                PublisherSettings settings = new PublisherSettings(board, runId, backends, formatOptions, anchorInterval,
+                        keepLast, gcMinAgeSeconds, recordWeightsDigest, allowFullFallback, baseModel, metadata, progress);
+                return new WeightPublisher(settings, kernels, threads, snap, memory);
             } catch (IOException | RuntimeException | Error e) {
                 if (snap != null) {
                     snap.close();

@@ -17,6 +17,7 @@ import dev.stitch.format.TestChanges;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.full.FullCheckpointWriter;
+import dev.stitch.format.sparse.SparsePatches;
 import dev.stitch.format.stitchdelta.StitchDeltaWriter;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.safetensors.Checkpoint;
@@ -162,7 +163,7 @@ class HostApplierTest {
         java.lang.foreign.MemorySegment sequential = TestChanges.copy(old);
         parsed.applyTo(name -> sequential);
         java.lang.foreign.MemorySegment viaPatch = TestChanges.copy(old);
-        HostApplier.sparsePatch(parsed, 0).applyInPlace(viaPatch);
+        SparsePatches.of(parsed, 0).applyInPlace(viaPatch);
         assertEquals(-1, viaPatch.mismatch(sequential));
         assertEquals((short) 0x4040, (short) u16.get(sequential, 4L), "the later of the repeated entries wins");
         assertEquals((short) 0x3F80, (short) u16.get(sequential, 8L));

@@ -3,7 +3,9 @@ import dev.stitch.format.DeltaFormatException;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.hash.Digest;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
@@ -40,13 +42,29 @@ class DigestsTest {
             int n = (int) v[0];
             String want = (String) v[1];
             assertEquals(want, Digests.of(Digests.BLAKE3, pattern(n)), "length " + n);
-            Digests.Digest d = Digests.newDigest(Digests.BLAKE3);
+            Digest d = Digests.newDigest(Digests.BLAKE3);
             MemorySegment p = pattern(n);
             for (int off = 0; off < n; off += 100) {
                 d.update(p.asSlice(off, Math.min(100, n - off)));
             }
             assertEquals(want, d.hex(), "length " + n + " in pieces");
         }
+    }
+
+    @Test
+    void everyFormatIsOneStreamingDigestWhoseSplitDoesNotMatter() {
+        byte[] data = new byte[70_001];
+        new java.util.Random(9).nextBytes(data);
+        MemorySegment whole = MemorySegment.ofArray(data);
+        for (String format : new String[] {Digests.XXH3_128, Digests.BLAKE3, Digests.ADLER32}) {
+            Digest d = Digests.newDigest(format);
+            for (int off = 0; off < data.length; off += 4099) {
+                d.update(whole.asSlice(off, Math.min(4099, data.length - off)));
+            }
+            assertEquals(Digests.of(format, whole), d.hex(), format);
+        }
+        assertTrue(Digests.newDigest(Digests.XXH3_128) instanceof dev.stitch.hash.Xxh3Stream,
+                "xxh3-128 is the kernels' own stream, with its Hash128 methods");
     }
 
     @Test

@@ -22,6 +22,7 @@ import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.PointerRewindException;
 import dev.stitch.encode.TensorData;
 import dev.stitch.encode.ValueMode;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.sparse.SparseEncoding;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.LatestPointer;
@@ -50,20 +51,20 @@ class WeightPublisherTest {
     Path tmp;
 
     /** One backend configuration of the publisher. */
-    private record Config(String label, Backend backend, Consumer<WeightPublisher.Builder> setup, String encoding) {
+    private record Config(String label, DeltaFormat backend, Consumer<WeightPublisher.Builder> setup, String encoding) {
     }
 
     private static List<Config> configs() {
         return List.of(
-                new Config("stitch_delta xor", Backend.STITCH_DELTA, b -> b.values(ValueMode.XOR), "stitch-delta-1"),
-                new Config("stitch_delta overwrite", Backend.STITCH_DELTA, b -> b.values(ValueMode.OVERWRITE), "stitch-delta-1"),
-                new Config("sparse_delta indices", Backend.SPARSE_DELTA, b -> b.sparseEncoding(SparseEncoding.INDICES), "indices"),
-                new Config("sparse_delta deltas", Backend.SPARSE_DELTA, b -> b.sparseEncoding(SparseEncoding.DELTAS), "deltas"),
-                new Config("sparse_delta deltas_zstd", Backend.SPARSE_DELTA,
+                new Config("stitch_delta xor", DeltaFormat.STITCH_DELTA, b -> b.values(ValueMode.XOR), "stitch-delta-1"),
+                new Config("stitch_delta overwrite", DeltaFormat.STITCH_DELTA, b -> b.values(ValueMode.OVERWRITE), "stitch-delta-1"),
+                new Config("sparse_delta indices", DeltaFormat.SPARSE_DELTA, b -> b.sparseEncoding(SparseEncoding.INDICES), "indices"),
+                new Config("sparse_delta deltas", DeltaFormat.SPARSE_DELTA, b -> b.sparseEncoding(SparseEncoding.DELTAS), "deltas"),
+                new Config("sparse_delta deltas_zstd", DeltaFormat.SPARSE_DELTA,
                         b -> b.sparseEncoding(SparseEncoding.DELTAS_ZSTD).bucketBytes(4096), "deltas_zstd"),
-                new Config("disk_delta xor", Backend.DISK_DELTA, b -> b.diskEncoding(ValueMode.XOR), "xor"),
-                new Config("disk_delta overwrite", Backend.DISK_DELTA, b -> b.diskEncoding(ValueMode.OVERWRITE), "overwrite"),
-                new Config("full", Backend.FULL, b -> { }, null));
+                new Config("disk_delta xor", DeltaFormat.DISK_DELTA, b -> b.diskEncoding(ValueMode.XOR), "xor"),
+                new Config("disk_delta overwrite", DeltaFormat.DISK_DELTA, b -> b.diskEncoding(ValueMode.OVERWRITE), "overwrite"),
+                new Config("full", DeltaFormat.FULL, b -> { }, null));
     }
 
     @Test
@@ -80,7 +81,7 @@ class WeightPublisherTest {
             Path root = tmp.resolve("board-" + c.label().replace(' ', '-'));
             FilesystemBulletinBoard board = FilesystemBulletinBoard.open(root);
             WeightPublisher.Builder b = WeightPublisher.builder().board(board).runId("run-a")
-                    .backends(c.backend() == Backend.FULL ? List.of(Backend.FULL) : List.of(c.backend(), Backend.FULL))
+                    .backends(c.backend() == DeltaFormat.FULL ? List.of(DeltaFormat.FULL) : List.of(c.backend(), DeltaFormat.FULL))
                     .anchorInterval(0).threads(2).recordWeightsDigest(true).seedFrom(baseDir);
             c.setup().accept(b);
             try (WeightPublisher p = b.build()) {
@@ -99,7 +100,7 @@ class WeightPublisherTest {
                     assertEquals(WeightPublisher.PUBLISHER_ID, m.metadata().get("publisher").textValue());
                     assertEquals(r.weightsDigest(), m.metadata().get("weights_digest").textValue());
                     board.verifyArtifacts(m, true);
-                    if (c.backend() == Backend.FULL) {
+                    if (c.backend() == DeltaFormat.FULL) {
                         assertTrue(m.transitionFiles().isEmpty());
                         assertTrue(m.isAnchor());
                     } else {
@@ -107,7 +108,7 @@ class WeightPublisherTest {
                         assertFalse(m.isAnchor());
                         if (v == 2) {
                             assertEquals(0, r.changedElements(), "version 2 changes nothing");
-                            assertTrue(m.transitionFiles().isEmpty() || c.backend() == Backend.DISK_DELTA);
+                            assertTrue(m.transitionFiles().isEmpty() || c.backend() == DeltaFormat.DISK_DELTA);
                             assertTrue(m.transitionWeights().isEmpty());
                         } else {
                             assertTrue(r.changedElements() > 0);
@@ -115,7 +116,7 @@ class WeightPublisherTest {
                             assertEquals(r.changedTensors(), m.transitionWeights().size());
                         }
                     }
-                    if (c.backend() == Backend.SPARSE_DELTA) {
+                    if (c.backend() == DeltaFormat.SPARSE_DELTA) {
                         assertEquals("delta", m.loadFormat());
                         assertEquals(c.encoding().equals("deltas_zstd") ? "zstd" : null, m.compressionFormat());
                     } else {
@@ -145,7 +146,7 @@ class WeightPublisherTest {
         List<TensorData> v0 = model(7);
         List<TensorData> v1 = step(v0, 0.03, 71);
         List<TensorData> v2 = step(v1, 0.4, 72);
-        for (Backend backend : List.of(Backend.STITCH_DELTA, Backend.DISK_DELTA)) {
+        for (DeltaFormat backend : List.of(DeltaFormat.STITCH_DELTA, DeltaFormat.DISK_DELTA)) {
             Map<String, byte[]> reference = null;
             for (int threads : new int[] {1, 2, 3}) {
                 FilesystemBulletinBoard board = FilesystemBulletinBoard.open(
@@ -259,20 +260,21 @@ class WeightPublisherTest {
         FilesystemBulletinBoard board = FilesystemBulletinBoard.open(tmp.resolve("board"));
         List<TensorData> v1 = withBits16(step(v0, 0.02, 6), "model.embed_tokens.weight", 17, (short) 0x7FC0);
         try (WeightPublisher p = WeightPublisher.builder().board(board).anchorInterval(0)
-                .backends(Backend.SPARSE_DELTA, Backend.DISK_DELTA, Backend.FULL).seed(Weights.of(v0)).build()) {
+                .backends(DeltaFormat.SPARSE_DELTA, DeltaFormat.DISK_DELTA, DeltaFormat.FULL).seed(Weights.of(v0)).build()) {
             PublishResult r = p.publish(1, Weights.of(v1));
             assertEquals("disk_delta", r.backend(), "NaN cannot be sent as sparse_delta; disk_delta can");
             assertTrue(r.fallbackReason().contains("NaN"), r.fallbackReason());
             assertTrue(board.readManifest(1).metadata().get("fallback_reason").textValue().contains("sparse_delta"));
         }
         try (WeightPublisher p = WeightPublisher.builder().board(FilesystemBulletinBoard.open(tmp.resolve("board2")))
-                .anchorInterval(0).backends(Backend.SPARSE_DELTA, Backend.FULL).seed(Weights.of(v0)).build()) {
+                .anchorInterval(0).backends(DeltaFormat.SPARSE_DELTA, DeltaFormat.FULL).allowFullFallback(true)
+                .seed(Weights.of(v0)).build()) {
             PublishResult r = p.publish(1, Weights.of(v1));
             assertEquals("full", r.backend());
             assertTrue(r.anchor());
         }
         try (WeightPublisher p = WeightPublisher.builder().board(FilesystemBulletinBoard.open(tmp.resolve("board3")))
-                .anchorInterval(0).backends(Backend.SPARSE_DELTA).seed(Weights.of(v0)).build()) {
+                .anchorInterval(0).backends(DeltaFormat.SPARSE_DELTA).seed(Weights.of(v0)).build()) {
             IOException e = assertThrows(IOException.class, () -> p.publish(1, Weights.of(v1)));
             assertTrue(e.getMessage().contains("no backend"), e.getMessage());
             assertEquals(0, p.board().readLatest().version());
@@ -443,10 +445,10 @@ class WeightPublisherTest {
     void builderRejectsBadSettings() {
         assertThrows(IllegalStateException.class, () -> WeightPublisher.builder().build());
         assertThrows(IllegalArgumentException.class, () -> WeightPublisher.builder().backends(List.of()));
-        assertThrows(IllegalArgumentException.class, () -> WeightPublisher.builder().backends(Backend.FULL, Backend.FULL));
+        assertThrows(IllegalArgumentException.class, () -> WeightPublisher.builder().backends(DeltaFormat.FULL, DeltaFormat.FULL));
         assertThrows(IllegalArgumentException.class, () -> WeightPublisher.builder().threads(0));
         assertThrows(IllegalArgumentException.class, () -> WeightPublisher.builder().anchorInterval(-1));
-        assertThrows(IllegalArgumentException.class, () -> Backend.parse("zip"));
-        assertEquals(Backend.STITCH_DELTA, Backend.parse("stitch-delta"));
+        assertThrows(IllegalArgumentException.class, () -> DeltaFormat.parse("zip"));
+        assertEquals(DeltaFormat.STITCH_DELTA, DeltaFormat.parse("stitch-delta"));
     }
 }

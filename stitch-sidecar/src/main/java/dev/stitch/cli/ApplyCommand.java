@@ -11,6 +11,7 @@ import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.ArtifactVerificationException;
 import dev.stitch.board.BulletinBoard;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
@@ -41,7 +42,6 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
 
     /** Replay at most this many versions before preferring an anchor (board-and-sidecar.md 6.3). */
     static final int MAX_REPLAY_VERSIONS = 8;
-    private static final Set<String> BACKENDS = Set.of("stitch_delta", "disk_delta", "sparse_delta", "full");
 
     @Option(names = "--board", required = true, paramLabel = "DIR", description = "Board root directory.")
     Path boardRoot;
@@ -161,7 +161,7 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
     private List<VersionStep> verify(BulletinBoard board, Map<Long, Manifest> manifests, ChainPlan.Chain chain) throws IOException {
         List<VersionStep> steps = chain.steps();
         for (VersionStep s : steps) {
-            if (!BACKENDS.contains(s.backend())) {
+            if (DeltaFormat.byId(s.backend()).isEmpty()) {
                 throw new IllegalStateException("version " + s.version() + " has backend '" + s.backend() + "', which cannot be applied host-side");
             }
             if (s.loadAnchor() && !s.hasFull()) {

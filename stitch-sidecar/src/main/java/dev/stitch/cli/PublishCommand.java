@@ -6,10 +6,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.board.PointerMoveException;
 import dev.stitch.encode.ValueMode;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.sparse.SparseEncoding;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
-import dev.stitch.publish.Backend;
 import dev.stitch.publish.CheckpointWeights;
 import dev.stitch.publish.PublishProgress;
 import dev.stitch.publish.PublishResult;
@@ -39,7 +39,9 @@ import picocli.CommandLine.Option;
             "delta against BASE_DIR (the checkpoint the latest version holds). Without --base, the",
             "checkpoint recorded by the previous 'stitch publish' on this board is used.",
             "An unchanged checkpoint publishes an empty version; a changed tensor set publishes a",
-            "full-only version; every --anchor-interval-th version also carries a full checkpoint."
+            "full-only version; every --anchor-interval-th version also carries a full checkpoint.",
+            "With --backend sparse_delta a version that must be full is refused (upstream v1 consumers",
+            "would mark it applied without loading it) unless --allow-full-fallback is given."
         })
 public final class PublishCommand implements StitchSubcommand, Runnable {
 
@@ -62,8 +64,14 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
 
     @Option(names = "--backend", defaultValue = "stitch_delta", paramLabel = "B",
             description = "stitch_delta, sparse_delta, disk_delta or full; falls back to full when B cannot "
-                    + "express the version (default: ${DEFAULT-VALUE}).")
+                    + "express the version (sparse_delta: only with --allow-full-fallback) (default: ${DEFAULT-VALUE}).")
     String backend;
+
+    @Option(names = "--allow-full-fallback",
+            description = "With --backend sparse_delta: publish a version that must be full (a changed tensor set, "
+                    + "or a change to NaN) as a full version instead of refusing it. Upstream slime v1 consumers "
+                    + "cannot load full versions and would mark it applied without loading anything.")
+    boolean allowFullFallback;
 
     @Option(names = "--values", paramLabel = "MODE",
             description = "Value mode of stitch_delta (and of disk_delta when --encoding is not given): "
@@ -99,9 +107,9 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
 
     @Override
     public void run() {
-        Backend first;
+        DeltaFormat first;
         try {
-            first = Backend.parse(backend);
+            first = DeltaFormat.parse(backend);
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
         }
@@ -129,7 +137,8 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
 
             WeightPublisher.Builder builder = WeightPublisher.builder()
                     .board(board).runId(run)
-                    .backends(first == Backend.FULL ? List.of(Backend.FULL) : List.of(first, Backend.FULL))
+                    .backends(first == DeltaFormat.FULL ? List.of(DeltaFormat.FULL) : List.of(first, DeltaFormat.FULL))
+                    .allowFullFallback(allowFullFallback)
                     .anchorInterval(anchorInterval)
                     .keepLast(keepLast)
                     .recordWeightsDigest(true);
@@ -159,33 +168,26 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
         }
     }
 
-    private void configureCodecs(WeightPublisher.Builder builder, Backend first) {
+    private void configureCodecs(WeightPublisher.Builder builder, DeltaFormat first) {
         try {
-            switch (first) {
-                case STITCH_DELTA -> {
-                    if (encoding != null) {
-                        throw new CliFailure("--encoding applies to sparse_delta and disk_delta; stitch_delta takes --values");
-                    }
-                    builder.values(values == null ? ValueMode.XOR : ValueMode.parse(values));
+            if (first == DeltaFormat.STITCH_DELTA) {
+                if (encoding != null) {
+                    throw new CliFailure("--encoding applies to sparse_delta and disk_delta; stitch_delta takes --values");
                 }
-                case SPARSE_DELTA -> {
-                    if (values != null) {
-                        throw new CliFailure("--values applies to stitch_delta and disk_delta; sparse_delta takes --encoding");
-                    }
-                    builder.sparseEncoding(encoding == null ? SparseEncoding.DELTAS_ZSTD : SparseEncoding.parse(encoding));
+                builder.values(values == null ? ValueMode.XOR : ValueMode.parse(values));
+            } else if (first == DeltaFormat.SPARSE_DELTA) {
+                if (values != null) {
+                    throw new CliFailure("--values applies to stitch_delta and disk_delta; sparse_delta takes --encoding");
                 }
-                case DISK_DELTA -> {
-                    if (encoding != null && values != null && !encoding.equalsIgnoreCase(values)) {
-                        throw new CliFailure("--encoding " + encoding + " and --values " + values + " disagree");
-                    }
-                    String mode = encoding != null ? encoding : values;
-                    builder.diskEncoding(mode == null ? ValueMode.OVERWRITE : ValueMode.parse(mode));
+                builder.sparseEncoding(encoding == null ? SparseEncoding.DELTAS_ZSTD : SparseEncoding.parse(encoding));
+            } else if (first == DeltaFormat.DISK_DELTA) {
+                if (encoding != null && values != null && !encoding.equalsIgnoreCase(values)) {
+                    throw new CliFailure("--encoding " + encoding + " and --values " + values + " disagree");
                 }
-                case FULL -> {
-                    if (encoding != null || values != null) {
-                        throw new CliFailure("--encoding and --values do not apply to full versions");
-                    }
-                }
+                String mode = encoding != null ? encoding : values;
+                builder.diskEncoding(mode == null ? ValueMode.OVERWRITE : ValueMode.parse(mode));
+            } else if (encoding != null || values != null) {
+                throw new CliFailure("--encoding and --values do not apply to full versions");
             }
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
@@ -266,7 +268,7 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
         List<String> parts = new ArrayList<>();
         parts.add(r.backend() + (r.valueMode() != null ? " " + r.valueMode()
                 : r.encoding() != null ? " " + r.encoding() : ""));
-        if (r.anchor() && !r.backend().equals("full")) {
+        if (r.anchor() && !DeltaFormat.isFullOnly(r.backend())) {
             parts.add("anchor");
         }
         parts.add(String.format(Locale.ROOT, "%d of %d elements changed (%.4f%%) in %d tensors", r.changedElements(),

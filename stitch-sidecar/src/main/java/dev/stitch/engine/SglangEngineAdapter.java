@@ -1,9 +1,11 @@
 package dev.stitch.engine;
 
+import dev.stitch.format.full.FullCheckpointWriter;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.sync.EngineReport;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -38,7 +40,7 @@ final class SglangEngineAdapter extends SglangAdapter {
 
     @Override
     public Set<String> supportedBackends() {
-        return Set.of("sparse_delta", "full");
+        return Set.of(DeltaFormat.SPARSE_DELTA.id(), DeltaFormat.FULL.id());
     }
 
     /**
@@ -92,7 +94,7 @@ final class SglangEngineAdapter extends SglangAdapter {
         if (plan.anchor().isPresent()) {
             VersionStep a = plan.anchor().get();
             client.post("/update_weights_from_disk",
-                    reloadBody(engineDirectory(a).resolve("full").toString(), "auto", a.version()));
+                    reloadBody(engineDirectory(a).resolve(FullCheckpointWriter.ANCHOR_DIR).toString(), "auto", a.version()));
             reloads++;
         }
         for (VersionStep v : plan.deltas()) {

@@ -10,6 +10,7 @@ import dev.stitch.apply.HostStateFile;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.sync.EngineReport;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -30,6 +31,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -59,7 +61,7 @@ final class SglangHostAdapter extends SglangAdapter {
 
     @Override
     public Set<String> supportedBackends() {
-        return Set.of("disk_delta", "stitch_delta", "sparse_delta", "full");
+        return DeltaFormat.all().stream().map(DeltaFormat::id).collect(Collectors.toSet());
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.stitch.sync;
 
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.apply.BoardTail;
 import dev.stitch.apply.ChainPlan;
 import dev.stitch.apply.ChainPlanner;
@@ -183,7 +184,7 @@ final class VersionCommitter {
         for (int i = 0; i < all.size(); i++) {
             VersionStep v = all.get(i);
             boolean isAnchorLoad = i == 0 && plan.anchor().isPresent();
-            String backend = isAnchorLoad ? "full" : v.backend();
+            String backend = isAnchorLoad ? DeltaFormat.FULL.id() : v.backend();
             if (!engine.supports(backend) && !(isAnchorLoad && engine.supports(v.backend()))) {
                 throw new SyncFailure("version " + v.version() + " needs backend '" + backend
                         + "', which the " + engine.mode() + "-mode adapter cannot apply");

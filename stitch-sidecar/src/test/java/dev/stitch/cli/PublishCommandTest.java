@@ -153,6 +153,33 @@ class PublishCommandTest {
         assertTrue(!Files.exists(board.resolve("versions/weight_v000001")), "nothing was published");
     }
 
+    @Test
+    void sparseDeltaRefusesAFullVersionUnlessAllowed() throws Exception {
+        Map<String, byte[]> base = model(5);
+        Map<String, byte[]> grown = new LinkedHashMap<>(base);
+        grown.put("model.layers.1.input_layernorm.weight", new byte[4 * 32]);
+        Path baseDir = write(tmp.resolve("base"), base);
+        Path grownDir = write(tmp.resolve("grown"), grown);
+        Path board = tmp.resolve("board");
+
+        Run refused = run("publish", "--board", board.toString(), "--checkpoint", grownDir.toString(), "--base",
+                baseDir.toString(), "--backend", "sparse_delta");
+        assertNotEquals(0, refused.code());
+        assertTrue(refused.err().contains("model.layers.1.input_layernorm.weight") && refused.err().contains("layout change")
+                && refused.err().contains("--allow-full-fallback"), refused.err());
+        assertTrue(!Files.exists(board.resolve("versions/weight_v000001")), "nothing was published");
+
+        Run allowed = run("publish", "--board", board.toString(), "--checkpoint", grownDir.toString(), "--base",
+                baseDir.toString(), "--backend", "sparse_delta", "--allow-full-fallback", "--json");
+        assertEquals(0, allowed.code(), allowed.err());
+        JsonNode j = new ObjectMapper().readTree(allowed.out());
+        assertEquals("full", j.get("backend").asText());
+        assertTrue(j.get("fallback_reason").asText().contains("layout change"), j.toString());
+
+        String usage = StitchCli.commandLine().getSubcommands().get("publish").getUsageMessage();
+        assertTrue(usage.contains("--allow-full-fallback"), usage);
+    }
+
     private static Run run(String... args) {
         CommandLine cl = StitchCli.commandLine();
         StringWriter err = new StringWriter();

@@ -9,8 +9,8 @@ import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.engine.SglangSettings;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.sparse.SparseEncoding;
-import dev.stitch.publish.Backend;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
 import dev.stitch.refengine.ReferenceEngine;
@@ -59,7 +59,7 @@ class EngineModeLoopbackTest {
         boardRoot = tmp.resolve("board");
         FilesystemBulletinBoard board = FilesystemBulletinBoard.create(boardRoot, "run-a", BoardOptions.defaults());
         try (Weights seed = TinyModel.weights(0)) {
-            publisher = WeightPublisher.builder().board(board).runId("run-a").backends(Backend.SPARSE_DELTA)
+            publisher = WeightPublisher.builder().board(board).runId("run-a").backends(DeltaFormat.SPARSE_DELTA)
                     .sparseEncoding(SparseEncoding.INDICES).anchorInterval(0).threads(1).seed(seed).build();
         }
         engine = new ReferenceEngine(ReferenceEngine.Config.local(base).withTokenLatency(tokenLatency)).start();
@@ -223,7 +223,7 @@ class EngineModeLoopbackTest {
         engine.clearCalls();
         publisher.close();
         try (Weights seed = TinyModel.weights(0)) {
-            publisher = WeightPublisher.builder().board(boardRoot).runId("run-b").backends(Backend.SPARSE_DELTA)
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-b").backends(DeltaFormat.SPARSE_DELTA)
                     .anchorInterval(0).threads(1).seed(seed).build();
         }
         publish(1, 5);

@@ -10,7 +10,7 @@ import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.engine.SglangSettings;
-import dev.stitch.publish.Backend;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
 import dev.stitch.refengine.ReferenceEngine;
@@ -48,7 +48,7 @@ class HostModeLoopbackTest {
         board = FilesystemBulletinBoard.create(boardRoot, "run-a", BoardOptions.defaults());
         try (Weights seed = TinyModel.weights(0)) {
             publisher = WeightPublisher.builder().board(board).runId("run-a")
-                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(0).threads(1).seed(seed).build();
+                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(0).threads(1).seed(seed).build();
         }
         engine = new ReferenceEngine(ReferenceEngine.Config.local(base)).start();
     }
@@ -174,7 +174,7 @@ class HostModeLoopbackTest {
         publisher.close();
         try (Weights wrongSeed = TinyModel.weights(5)) {
             publisher = WeightPublisher.builder().board(board).runId("run-a")
-                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(0).threads(1).seed(wrongSeed).build();
+                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(0).threads(1).seed(wrongSeed).build();
         }
         publish(2, 2);
         Http.post(sidecar.port(), "/rpc_sync_from_bulletin_board", "");
@@ -186,7 +186,7 @@ class HostModeLoopbackTest {
         publisher.close();
         try (Weights seed = TinyModel.weights(2)) {
             publisher = WeightPublisher.builder().board(board).runId("run-a")
-                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(3).threads(1).seed(seed).build();
+                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(3).threads(1).seed(seed).build();
         }
         publish(3, 3);
         Http.post(sidecar.port(), "/rpc_sync_from_bulletin_board", "");
@@ -231,7 +231,7 @@ class HostModeLoopbackTest {
         publisher.close();
         try (Weights seed = TinyModel.weights(0)) {
             publisher = WeightPublisher.builder().board(board).runId("run-a")
-                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(2).threads(1).seed(seed).build();
+                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(2).threads(1).seed(seed).build();
         }
         publish(1, 1);
         publish(2, 2);

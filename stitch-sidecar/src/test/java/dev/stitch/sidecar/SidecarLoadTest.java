@@ -9,7 +9,7 @@ import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.engine.SglangSettings;
-import dev.stitch.publish.Backend;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
 import dev.stitch.refengine.ReferenceEngine;
@@ -64,7 +64,7 @@ class SidecarLoadTest {
         WeightPublisher publisher;
         try (Weights seed = TinyModel.weights(0)) {
             publisher = WeightPublisher.builder().board(board).runId("run-a")
-                    .backends(Backend.STITCH_DELTA, Backend.FULL).anchorInterval(0).threads(1).seed(seed).build();
+                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(0).threads(1).seed(seed).build();
         }
         ReferenceEngine engine = new ReferenceEngine(ReferenceEngine.Config.local(base)
                 .withTokenLatency(Duration.ofMillis(1))).start();

@@ -8,8 +8,8 @@ import dev.stitch.board.FilesystemBulletinBoard;
 import dev.stitch.rehearsal.SyntheticModel;
 import dev.stitch.rehearsal.TrainerStep;
 import dev.stitch.engine.SglangSettings;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.Manifest;
-import dev.stitch.publish.Backend;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
 import dev.stitch.refengine.ReferenceEngine;
@@ -110,7 +110,8 @@ public final class SlimeCompat {
                 try (Sidecar sidecar = Sidecar.start(config, "cookbook");
                      HttpClient http = HttpClient.newHttpClient();
                      WeightPublisher publisher = WeightPublisher.builder().board(board)
-                             .backends(Backend.SPARSE_DELTA, Backend.FULL)   // slime v1 files; full-only if a version cannot be expressed
+                             .backends(DeltaFormat.SPARSE_DELTA, DeltaFormat.FULL)   // slime v1 files; full-only if a version cannot be expressed
+                             .allowFullFallback(true)   // this sidecar loads full versions; upstream v1 consumers could not
                              .seedFrom(base).build();
                      Weights weights = tensors.build()) {
                     URI sidecarUrl = URI.create("http://127.0.0.1:" + sidecar.port());

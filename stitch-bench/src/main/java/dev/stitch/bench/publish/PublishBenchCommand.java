@@ -14,6 +14,7 @@ import dev.stitch.cli.CliFailure;
 import dev.stitch.encode.TensorData;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.bench.kernels.TrafficFloor;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.full.FullCheckpointWriter;
 import dev.stitch.format.stitchdelta.StitchDeltaFile;
 import dev.stitch.format.stitchdelta.StitchRecord;
@@ -21,7 +22,6 @@ import dev.stitch.format.sparse.SparseEncoding;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.protocol.Manifest;
-import dev.stitch.publish.Backend;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
@@ -109,7 +109,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
     }
 
     /** One backend/encoding to measure. */
-    private record Config(Backend backend, String encoding, Consumer<WeightPublisher.Builder> setup) {
+    private record Config(DeltaFormat backend, String encoding, Consumer<WeightPublisher.Builder> setup) {
         String label() {
             return backend.id() + "/" + encoding;
         }
@@ -117,14 +117,14 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
 
     private static List<Config> configs() {
         return List.of(
-                new Config(Backend.SPARSE_DELTA, "indices", b -> b.sparseEncoding(SparseEncoding.INDICES)),
-                new Config(Backend.SPARSE_DELTA, "deltas", b -> b.sparseEncoding(SparseEncoding.DELTAS)),
-                new Config(Backend.SPARSE_DELTA, "deltas_zstd", b -> b.sparseEncoding(SparseEncoding.DELTAS_ZSTD)),
-                new Config(Backend.DISK_DELTA, "xor", b -> b.diskEncoding(ValueMode.XOR)),
-                new Config(Backend.DISK_DELTA, "overwrite", b -> b.diskEncoding(ValueMode.OVERWRITE)),
-                new Config(Backend.STITCH_DELTA, "xor", b -> b.values(ValueMode.XOR)),
-                new Config(Backend.STITCH_DELTA, "overwrite", b -> b.values(ValueMode.OVERWRITE)),
-                new Config(Backend.FULL, "full", b -> { }));
+                new Config(DeltaFormat.SPARSE_DELTA, "indices", b -> b.sparseEncoding(SparseEncoding.INDICES)),
+                new Config(DeltaFormat.SPARSE_DELTA, "deltas", b -> b.sparseEncoding(SparseEncoding.DELTAS)),
+                new Config(DeltaFormat.SPARSE_DELTA, "deltas_zstd", b -> b.sparseEncoding(SparseEncoding.DELTAS_ZSTD)),
+                new Config(DeltaFormat.DISK_DELTA, "xor", b -> b.diskEncoding(ValueMode.XOR)),
+                new Config(DeltaFormat.DISK_DELTA, "overwrite", b -> b.diskEncoding(ValueMode.OVERWRITE)),
+                new Config(DeltaFormat.STITCH_DELTA, "xor", b -> b.values(ValueMode.XOR)),
+                new Config(DeltaFormat.STITCH_DELTA, "overwrite", b -> b.values(ValueMode.OVERWRITE)),
+                new Config(DeltaFormat.FULL, "full", b -> { }));
     }
 
     @Override
@@ -139,7 +139,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         }
         List<Config> configs = new ArrayList<>();
         for (Config c : configs()) {
-            if (onlyBackends == null || onlyBackends.stream().anyMatch(b -> Backend.parse(b) == c.backend())) {
+            if (onlyBackends == null || onlyBackends.stream().anyMatch(b -> DeltaFormat.parse(b) == c.backend())) {
                 configs.add(c);
             }
         }
@@ -203,7 +203,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         c.setup().accept(builder);
         int total = WARMUP_VERSIONS + versions;
         // T8's baseline runs right after each timed publish, so both see the same machine (it drifts)
-        boolean t8 = c.backend() == Backend.STITCH_DELTA && "xor".equals(c.encoding());
+        boolean t8 = c.backend() == DeltaFormat.STITCH_DELTA && "xor".equals(c.encoding());
         double[] kernel = new double[versions];
         double[] write = new double[versions];
         try (WeightPublisher publisher = builder.build();
@@ -248,7 +248,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         } catch (dev.stitch.apply.RefusedVersionException e) {
             throw new IOException(c.label() + ": host apply refused version " + e.getMessage(), e);
         }
-        if (c.backend() == Backend.STITCH_DELTA) {
+        if (c.backend() == DeltaFormat.STITCH_DELTA) {
             row.put("decode_s", decodeSeconds(board, WARMUP_VERSIONS + 1));
         }
         // An even number of versions brought the local copy back to the base: forget the chain's state.
@@ -472,7 +472,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
 
     private static void printTargets(BenchResults results) {
         for (Map<String, Object> r : results.rows()) {
-            if (!"stitch_delta".equals(r.get("backend"))) {
+            if (!DeltaFormat.STITCH_DELTA.id().equals(r.get("backend"))) {
                 continue;
             }
             String mode = (String) r.get("encoding");
@@ -498,7 +498,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
                     ((Number) r.get("slime_apply_ref_gbps")).doubleValue(), ((Number) r.get("br_gbps")).doubleValue());
         }
         for (Map<String, Object> r : results.rows()) {
-            if ("disk_delta".equals(r.get("backend"))) {
+            if (DeltaFormat.DISK_DELTA.id().equals(r.get("backend"))) {
                 System.out.printf(Locale.ROOT, "density %s: disk_delta %s host apply %.2f GB/s of model = %.2f x slime's numpy applier"
                         + " (T6 target >= 1)%n", ((Number) r.get("density")).doubleValue(), r.get("encoding"),
                         ((Number) r.get("apply_gbps_model")).doubleValue(), ((Number) r.get("apply_vs_slime_ref")).doubleValue());

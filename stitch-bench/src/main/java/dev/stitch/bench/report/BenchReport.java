@@ -1,5 +1,6 @@
 package dev.stitch.bench.report;
 
+import dev.stitch.format.DeltaFormat;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -100,7 +101,7 @@ public final class BenchReport {
             double size = BenchInputs.number(r, "size_bytes");
             encode.add(series, density, size / BenchInputs.number(r, "encode_s") / 1e9);
             apply.add(series, density, BenchInputs.number(r, "apply_gbps_model"));
-            if (!"full".equals(r.get("backend"))) {
+            if (!DeltaFormat.FULL.id().equals(r.get("backend"))) {
                 bytes.add(densityLabel(r), series, BenchInputs.number(r, "bytes_written") / (size / GIB) / 1e6);
             }
         }

@@ -8,13 +8,12 @@ import dev.stitch.encode.EncodedVersion;
 import dev.stitch.encode.Snapshot;
 import dev.stitch.encode.TensorData;
 import dev.stitch.encode.ValueMode;
+import dev.stitch.format.DeltaFormat;
+import dev.stitch.format.FormatOptions;
+import dev.stitch.format.VersionWriter;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
-import dev.stitch.format.disk.DiskDeltaWriter;
 import dev.stitch.format.full.FullCheckpointWriter;
-import dev.stitch.format.stitchdelta.StitchDeltaWriter;
-import dev.stitch.format.sparse.SparseDeltaWriter;
-import dev.stitch.format.sparse.SparseEncoding;
 import dev.stitch.hash.Hash128;
 import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
@@ -54,12 +53,13 @@ final class ChunkCodecs {
     }
 
     static ChunkCodec open(CodecSpec spec, SimulatedVersion version, Path checkpoint) throws IOException {
-        return switch (spec.backend()) {
-            case "full" -> new FullCodec(version, checkpoint);
-            case "sparse_delta" -> new DeltaCodec(spec, version, checkpoint, ValueMode.OVERWRITE);
-            case "disk_delta", "stitch_delta" -> new DeltaCodec(spec, version, checkpoint, ValueMode.parse(spec.encoding()));
-            default -> throw new IllegalArgumentException("backend " + spec.backend() + " has no simulation codec");
-        };
+        DeltaFormat format = spec.format();
+        if (!format.hasTransition()) {
+            return new FullCodec(version, checkpoint);
+        }
+        // sparse_delta reads new values; disk_delta and stitch_delta diff in their own value mode
+        ValueMode mode = format == DeltaFormat.SPARSE_DELTA ? ValueMode.OVERWRITE : ValueMode.parse(spec.encoding());
+        return new DeltaCodec(spec, version, checkpoint, mode);
     }
 
     /** Directory of chunk {@code chunk}'s files inside a board copy: each chunk is its own small version. */
@@ -207,13 +207,11 @@ final class ChunkCodecs {
                 List<TensorData> next = version.newChunk(chunk);
                 EncodedVersion diff = encoder.diff(snapshots[chunk], next, mode, scratch);
                 Path dir = trainerDir.resolve(chunkDir(chunk));
-                WriteResult w = switch (spec.backend()) {
-                    case "sparse_delta" -> new SparseDeltaWriter(SparseEncoding.parse(spec.encoding()),
-                            SparseDeltaWriter.DEFAULT_BUFFER_SIZE, 0).write(chunk + 1, diff.changes(), dir);
-                    case "stitch_delta" -> new StitchDeltaWriter(mode, StitchDeltaWriter.DEFAULT_MAX_FILE_BYTES)
-                            .write(chunk + 1, diff.changes(), dir);
-                    default -> new DiskDeltaWriter(mode, DiskDeltaWriter.DEFAULT_MAX_FILE_BYTES).write(chunk + 1, diff.changes(), dir);
-                };
+                DeltaFormat format = spec.format();
+                WriteResult w;
+                try (VersionWriter writer = format.newWriter(format.withCodec(FormatOptions.defaults(), spec.encoding()), null)) {
+                    w = writer.write(chunk + 1, diff.changes(), dir);
+                }
                 encoder.advance(snapshots[chunk], diff, next);
                 results.put(chunk, w);
                 return record(chunkDir(chunk), w.files());
@@ -263,7 +261,7 @@ final class ChunkCodecs {
 
         @Override
         public String backend() {
-            return "full";
+            return DeltaFormat.FULL.id();
         }
 
         @Override

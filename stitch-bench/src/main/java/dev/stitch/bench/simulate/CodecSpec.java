@@ -1,5 +1,6 @@
 package dev.stitch.bench.simulate;
 
+import dev.stitch.format.DeltaFormat;
 import java.util.List;
 import java.util.Locale;
 
@@ -15,32 +16,32 @@ record CodecSpec(String backend, String encoding) {
     static CodecSpec parse(String text) {
         String t = text.trim().toLowerCase(Locale.ROOT).replace('-', '_');
         int colon = t.indexOf(':');
-        String backend = colon < 0 ? t : t.substring(0, colon);
+        DeltaFormat format = DeltaFormat.parse(colon < 0 ? t : t.substring(0, colon));
+        String backend = format.id();
         String encoding = colon < 0 ? null : t.substring(colon + 1);
-        switch (backend) {
-            case "full" -> {
-                if (encoding != null && !encoding.equals("full")) {
-                    throw new IllegalArgumentException("full has no encodings, got '" + text + "'");
-                }
-                return new CodecSpec("full", "full");
+        if (format == DeltaFormat.FULL) {
+            if (encoding != null && !encoding.equals("full")) {
+                throw new IllegalArgumentException("full has no encodings, got '" + text + "'");
             }
-            case "sparse_delta" -> {
-                String e = encoding == null ? "deltas_zstd" : encoding;
-                if (!SPARSE.contains(e)) {
-                    throw new IllegalArgumentException("sparse_delta encodings are " + SPARSE + ", got '" + text + "'");
-                }
-                return new CodecSpec(backend, e);
-            }
-            case "disk_delta", "stitch_delta" -> {
-                String e = encoding == null ? "xor" : encoding;
-                if (!VALUE_MODES.contains(e)) {
-                    throw new IllegalArgumentException(backend + " encodings are " + VALUE_MODES + ", got '" + text + "'");
-                }
-                return new CodecSpec(backend, e);
-            }
-            default -> throw new IllegalArgumentException("unknown backend '" + backend
-                    + "' (expected full, sparse_delta, disk_delta or stitch_delta)");
+            return new CodecSpec(backend, "full");
         }
+        if (format == DeltaFormat.SPARSE_DELTA) {
+            String e = encoding == null ? "deltas_zstd" : encoding;
+            if (!SPARSE.contains(e)) {
+                throw new IllegalArgumentException("sparse_delta encodings are " + SPARSE + ", got '" + text + "'");
+            }
+            return new CodecSpec(backend, e);
+        }
+        String e = encoding == null ? "xor" : encoding;
+        if (!VALUE_MODES.contains(e)) {
+            throw new IllegalArgumentException(backend + " encodings are " + VALUE_MODES + ", got '" + text + "'");
+        }
+        return new CodecSpec(backend, e);
+    }
+
+    /** The format this spec names. */
+    DeltaFormat format() {
+        return DeltaFormat.parse(backend);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.stitch.bench.simulate;
 
+import dev.stitch.format.DeltaFormat;
 /**
  * How the rollout host's engine takes a new version, the {@code mode} of a simulation row.
  */
@@ -24,6 +25,6 @@ enum ServeMode {
      * {@code sparse_delta} files (delta-formats.md 2.9); a full checkpoint is a reload in either mode.
      */
     static boolean engineAppliesInPlace(String backend) {
-        return "sparse_delta".equals(backend);
+        return DeltaFormat.SPARSE_DELTA.id().equals(backend);
     }
 }

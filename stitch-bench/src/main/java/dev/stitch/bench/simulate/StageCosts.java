@@ -1,5 +1,7 @@
 package dev.stitch.bench.simulate;
 
+import dev.stitch.format.DeltaFormat;
+
 /**
  * What one measured pipeline run of one backend/encoding cost on this machine, normalised per GiB of
  * model so it can be scaled to other model sizes.
@@ -44,6 +46,6 @@ record StageCosts(String backend, String encoding, long modelBytes, double encod
     }
 
     boolean isFull() {
-        return "full".equals(backend);
+        return DeltaFormat.isFullOnly(backend);
     }
 }

@@ -3,8 +3,10 @@ package dev.stitch.format.disk;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.digest.Digests;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
+import dev.stitch.format.VersionWriter;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
@@ -32,10 +34,10 @@ import java.util.Map;
  * {@code model-%05d-of-%05d.safetensors} (0-based) split at {@code maxFileBytes}, each file's
  * {@code __metadata__} mapping its tensors to the xxh3-128 of their new bytes, and the index last.
  */
-public final class DiskDeltaWriter {
+public final class DiskDeltaWriter implements VersionWriter {
 
-    /** Backend name in manifests. */
-    public static final String BACKEND = "disk_delta";
+    /** The format this writer writes, as refusals name it. */
+    private static final String BACKEND = DeltaFormat.DISK_DELTA.id();
     /** Default split point: receivers read each file fully into memory. */
     public static final long DEFAULT_MAX_FILE_BYTES = 2L << 30;
 
@@ -73,6 +75,7 @@ public final class DiskDeltaWriter {
     }
 
     /** Writes the version's delta files and then its index into {@code dir}. */
+    @Override
     public WriteResult write(long version, List<TensorChange> changes, Path dir) throws IOException {
         long t0 = System.nanoTime();
         check(changes);

@@ -29,8 +29,6 @@ import java.util.TreeMap;
  */
 public final class FullCheckpointWriter {
 
-    /** Backend name of a full-only version. */
-    public static final String BACKEND = "full";
     /** Subdirectory of an anchor inside a stitch-layout version directory. */
     public static final String ANCHOR_DIR = "full";
     /** Hugging Face's usual shard size. */
@@ -38,17 +36,32 @@ public final class FullCheckpointWriter {
 
     private final long maxShardBytes;
     private final Map<String, String> metadata;
+    private final boolean alwaysIndexed;
 
     /**
      * @param maxShardBytes split point between shards
      * @param metadata      {@code __metadata__} of every shard (e.g. {@code format: pt})
      */
     public FullCheckpointWriter(long maxShardBytes, Map<String, String> metadata) {
+        this(maxShardBytes, metadata, false);
+    }
+
+    private FullCheckpointWriter(long maxShardBytes, Map<String, String> metadata, boolean alwaysIndexed) {
         if (maxShardBytes <= 0) {
             throw new IllegalArgumentException("maxShardBytes must be positive");
         }
         this.maxShardBytes = maxShardBytes;
         this.metadata = new LinkedHashMap<>(metadata);
+        this.alwaysIndexed = alwaysIndexed;
+    }
+
+    /**
+     * This writer, but writing numbered shards and the index even when one shard holds everything:
+     * readers that tell a full version from a delta by its index (slime v2, delta-formats.md 3.3, 3.5)
+     * then find one.
+     */
+    public FullCheckpointWriter alwaysIndexed() {
+        return new FullCheckpointWriter(maxShardBytes, metadata, true);
     }
 
     /** 5 GB shards with {@code {"format": "pt"}} metadata. */
@@ -83,11 +96,12 @@ public final class FullCheckpointWriter {
         if (!cur.isEmpty() || shards.isEmpty()) {
             shards.add(cur);
         }
+        boolean indexed = alwaysIndexed || shards.size() > 1;
         List<WrittenFile> files = new ArrayList<>();
         Map<String, String> weightMap = new TreeMap<>(SafetensorsWriter.NAME_ORDER);
         long written = 0;
         for (int i = 0; i < shards.size(); i++) {
-            String name = shards.size() == 1 ? Checkpoint.SINGLE : String.format("model-%05d-of-%05d.safetensors", i + 1, shards.size());
+            String name = !indexed ? Checkpoint.SINGLE : String.format("model-%05d-of-%05d.safetensors", i + 1, shards.size());
             List<TensorSpec> specs = new ArrayList<>();
             Map<String, MemorySegment> data = new HashMap<>();
             for (TensorData t : shards.get(i)) {
@@ -100,7 +114,7 @@ public final class FullCheckpointWriter {
             files.add(wf);
             written += wf.size();
         }
-        if (shards.size() > 1) {
+        if (indexed) {
             StringBuilder sb = new StringBuilder("{\"metadata\": {\"total_size\": ").append(total).append("}, \"weight_map\": ");
             CanonicalJson.appendStringMap(sb, weightMap);
             byte[] index = sb.append("}").toString().getBytes(StandardCharsets.UTF_8);

@@ -3,8 +3,10 @@ package dev.stitch.format.sparse;
 import dev.stitch.protocol.CanonicalJson;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.kernels.Kernels;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
+import dev.stitch.format.VersionWriter;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
@@ -34,10 +36,10 @@ import java.util.Map;
  * the format cannot express (2.8) is refused with {@link PreconditionFailedException} before any file
  * is written.
  */
-public final class SparseDeltaWriter {
+public final class SparseDeltaWriter implements VersionWriter {
 
-    /** Backend name in manifests. */
-    public static final String BACKEND = "sparse_delta";
+    /** The format this writer writes, as refusals name it. */
+    private static final String BACKEND = DeltaFormat.SPARSE_DELTA.id();
     /** Default bucket cap in encoded bytes. */
     public static final long DEFAULT_BUFFER_SIZE = 536_870_912L;
 
@@ -86,6 +88,7 @@ public final class SparseDeltaWriter {
      *
      * @param version the version (written as {@code current_version})
      */
+    @Override
     public WriteResult write(long version, List<TensorChange> changes, Path dir) throws IOException {
         long t0 = System.nanoTime();
         List<TensorChange> sorted = new ArrayList<>(changes);

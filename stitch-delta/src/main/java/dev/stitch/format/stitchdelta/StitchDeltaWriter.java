@@ -9,8 +9,10 @@ import dev.stitch.encode.ChunkRunner;
 import dev.stitch.encode.TensorChange;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.encode.VersionMemory;
+import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.FormatFiles;
 import dev.stitch.format.PreconditionFailedException;
+import dev.stitch.format.VersionWriter;
 import dev.stitch.format.WriteResult;
 import dev.stitch.format.WrittenFile;
 import dev.stitch.format.ZstdFrames;
@@ -40,10 +42,10 @@ import java.util.List;
  * the xxh3-128 of the tensor's new bytes. Records are sorted by name and indexed; output is
  * deterministic.
  */
-public final class StitchDeltaWriter implements AutoCloseable {
+public final class StitchDeltaWriter implements VersionWriter {
 
-    /** Backend name in manifests. */
-    public static final String BACKEND = "stitch_delta";
+    /** The format this writer writes, as refusals name it. */
+    private static final String BACKEND = DeltaFormat.STITCH_DELTA.id();
     /** The manifest's {@code delta_encoding}. */
     public static final String FORMAT = FORMAT_ID;
     /** Output memory a retaining writer keeps per worker between writes. */
@@ -105,6 +107,7 @@ public final class StitchDeltaWriter implements AutoCloseable {
     }
 
     /** Writes the version's files into {@code dir} (none when {@code changes} is empty). */
+    @Override
     public synchronized WriteResult write(long version, List<TensorChange> changes, Path dir) throws IOException {
         if (closed) {
             throw new IllegalStateException("writer is closed");
