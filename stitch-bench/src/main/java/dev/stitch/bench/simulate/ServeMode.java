@@ -1,6 +1,7 @@
 package dev.stitch.bench.simulate;
 
 import dev.stitch.format.DeltaFormat;
+
 /**
  * How the rollout host's engine takes a new version, the {@code mode} of a simulation row.
  */
