@@ -207,6 +207,11 @@ final class EngineWatch {
         return engine.report().orElse(r);
     }
 
+    /** A pass that committed something failed later: the engine's report becomes the baseline when it answers. */
+    void rebase() {
+        engine.report().ifPresent(r -> baseline = r);
+    }
+
     /**
      * A pass caught up: the engine's report becomes the baseline that later probes compare with (after a
      * pass that changed weights, or when there is none yet), and a lost engine is admitted again.

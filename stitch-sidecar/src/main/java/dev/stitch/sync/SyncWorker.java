@@ -416,8 +416,7 @@ public final class SyncWorker implements AutoCloseable {
                     continue;
                 }
                 if (!committer.engineConsistent()) {
-                    LOG.info("engine weights are in an unknown state: reloading the base checkpoint, then replaying");
-                    committer.resetTo(gate.currentRunId(), m);
+                    committer.reestablish(pointer, m);
                     recordMetrics(m, null);
                     state = SyncState.PREFETCHING;
                     didWork = true;
@@ -458,6 +457,9 @@ public final class SyncWorker implements AutoCloseable {
             state = SyncState.ERROR;
             lastSyncError = "interrupted";
         } catch (Exception e) {
+            if (didWork) {
+                watch.rebase(); // what the failed pass did commit is what later probes compare with
+            }
             fail(e, pointer, m);
         } finally {
             syncTaskActive = false;

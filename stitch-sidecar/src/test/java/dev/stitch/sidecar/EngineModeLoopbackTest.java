@@ -170,6 +170,121 @@ class EngineModeLoopbackTest {
         assertTrue(sidecar.worker().metrics().engineLosses() >= 1);
     }
 
+    /**
+     * Sends versioned requests until {@code running} drops and records every response whose stamp is not
+     * the version whose weights produced it, or that is stamped with {@code refused}.
+     */
+    private Thread auditStamps(java.util.concurrent.atomic.AtomicBoolean running, java.util.Map<Long, String> digests,
+                               long refused, List<String> mislabeled) {
+        Thread client = new Thread(() -> {
+            while (running.get()) {
+                try {
+                    Http.Reply r = Http.post(sidecar.port(), "/generate", "{\"text\": \"x\", "
+                            + "\"sampling_params\": {\"max_new_tokens\": 1}}");
+                    if (r.status() == 200) {
+                        long start = Long.parseLong(r.header("x-stitch-weight-version-start"));
+                        long end = Long.parseLong(r.header("x-stitch-weight-version-end"));
+                        String digest = r.json().path("meta_info").path("weights_digest").asText();
+                        if (start == refused || end == refused || !digest.equals(digests.get(start))) {
+                            mislabeled.add("stamped " + start + ".." + end + " but served " + digest);
+                        }
+                    }
+                } catch (Exception e) {
+                    // 503s and reconnects while the engine is re-established are expected
+                }
+            }
+        });
+        client.start();
+        return client;
+    }
+
+    private void useWrongBasePublisher() throws Exception {
+        // version 2 is diffed against weights the board never held; its manifest records the true digest
+        publisher.close();
+        try (Weights wrongSeed = TinyModel.weights(5)) {
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-a").backends(Backend.SPARSE_DELTA)
+                    .sparseEncoding(SparseEncoding.INDICES).anchorInterval(0).recordWeightsDigest(true).threads(1)
+                    .seed(wrongSeed).build();
+        }
+    }
+
+    private void useAnchoringPublisher(int seedStep, int anchorInterval) throws Exception {
+        publisher.close();
+        try (Weights seed = TinyModel.weights(seedStep)) {
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-a")
+                    .backends(Backend.SPARSE_DELTA, Backend.FULL).sparseEncoding(SparseEncoding.INDICES)
+                    .anchorInterval(anchorInterval).recordWeightsDigest(true).threads(1).seed(seed).build();
+        }
+    }
+
+    @Test
+    void wrongBaseSparseDeltaIsRefusedAndTheSidecarEndsAtTheNextAnchor() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        startSidecar(CommitMode.QUIESCE, 2);
+        assertTrue(idleAt(1));
+        java.util.Map<Long, String> digests = java.util.Map.of(0L, TinyModel.digest(0), 1L, TinyModel.digest(1),
+                3L, TinyModel.digest(3));
+        List<String> mislabeled = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread client = auditStamps(running, digests, 2, mislabeled);
+        try {
+            useWrongBasePublisher();
+            publish(2, 2);
+            Http.post(sidecar.port(), "/wake", "");
+            // the engine applies the delta without complaint; its digest then disagrees with the manifest's
+            assertTrue(eventually(20_000, () -> sidecar.worker().status().state() == SyncState.ERROR));
+            String error = sidecar.worker().status().lastSyncError();
+            assertTrue(error.contains("version 2 was refused") && error.contains("newer anchor"), error);
+            assertEquals(List.of(2L), sidecar.worker().status().lastMetrics().get("refused_versions"));
+            assertEquals(0, sidecar.worker().status().currentVersion(), "no anchor bypasses 2: the engine is reset");
+            assertEquals(TinyModel.digest(0), engine.weightsDigest());
+            assertEquals(503, healthStatus());
+            assertEquals(1, engine.calls("update_weights_from_disk").stream()
+                    .filter(c -> c.json().path("weight_version").asText().equals("2")).count(), "never retried");
+
+            // the trainer publishes version 3 with an anchor
+            useAnchoringPublisher(2, 3);
+            publish(3, 3);
+            Http.post(sidecar.port(), "/wake", "");
+            assertTrue(idleAt(3));
+            assertEquals("anchor", sidecar.worker().status().lastMetrics().get("plan_kind"));
+            assertEquals(3L, sidecar.worker().status().lastMetrics().get("anchor_version"));
+            assertTrue(eventually(5000, () -> healthStatus() == 200));
+        } finally {
+            running.set(false);
+            client.join(10_000);
+        }
+        assertEquals(List.of(), mislabeled);
+        assertEquals(TinyModel.digest(3), engine.weightsDigest());
+        assertEquals("3", engine.weightVersion());
+        assertTrue(sidecar.worker().metrics().refusedVersions() >= 1);
+    }
+
+    @Test
+    void aRefusedDeltaWithAnAnchorBehindItIsReestablishedThroughTheAnchorWithoutAReset() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        startSidecar(CommitMode.IN_PLACE, 2);
+        assertTrue(idleAt(1));
+        useWrongBasePublisher();
+        publish(2, 2);
+        useAnchoringPublisher(2, 3);
+        publish(3, 3);
+        engine.clearCalls();
+        Http.post(sidecar.port(), "/wake", "");
+        assertTrue(idleAt(3));
+        List<String> loads = new ArrayList<>();
+        for (ReferenceEngine.Call c : engine.calls("update_weights_from_disk")) {
+            loads.add(c.json().path("load_format").asText() + ":" + c.json().path("weight_version").asText());
+        }
+        // the delta path 2, 3 is tried first; 2 is refused after the fact, and the anchor replaces every weight
+        assertEquals(List.of("delta:2", "auto:3"), loads);
+        assertEquals(List.of(2L), sidecar.worker().status().lastMetrics().get("refused_versions"));
+        assertEquals(TinyModel.digest(3), engine.weightsDigest());
+        assertEquals(200, healthStatus());
+    }
+
     @Test
     void appliesEachVersionInOrderWithTheExactBodies() throws Exception {
         setUp(Duration.ZERO);
