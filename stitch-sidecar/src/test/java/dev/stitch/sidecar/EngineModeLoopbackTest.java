@@ -76,11 +76,16 @@ class EngineModeLoopbackTest {
     }
 
     private Sidecar startSidecar(CommitMode mode, double drainTimeoutS, Path stateDir) {
+        return startSidecar(mode, drainTimeoutS, stateDir, 0.2);
+    }
+
+    private Sidecar startSidecar(CommitMode mode, double drainTimeoutS, Path stateDir, double probeIntervalS) {
         URI upstream = URI.create(engine.url());
         SidecarConfig config = new SidecarConfig(
                 ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0),
                 SyncConfig.defaults().withCommitMode(mode).withPolling(0, 0).withBackoff(0.1, 0.3)
-                        .withDrain(drainTimeoutS, 5).withBoot(null, 0, stateDir).withEngineProbeInterval(0.2),
+                        .withDrain(drainTimeoutS, 5).withBoot(null, 0, stateDir)
+                        .withEngineProbeInterval(probeIntervalS),
                 boardRoot, BoardLayout.STITCH, "engine", SglangSettings.of(upstream, boardRoot), null);
         sidecar = Sidecar.start(config, "test");
         return sidecar;
@@ -283,6 +288,43 @@ class EngineModeLoopbackTest {
         assertEquals(List.of(2L), sidecar.worker().status().lastMetrics().get("refused_versions"));
         assertEquals(TinyModel.digest(3), engine.weightsDigest());
         assertEquals(200, healthStatus());
+    }
+
+    @Test
+    void engineBackOnItsBaseBetweenTwoProbesGets503InsteadOfAFalseStampAndIsProbedAtOnce() throws Exception {
+        setUp(Duration.ZERO);
+        Path base = tmp.resolve("base");
+        publish(1, 1);
+        publish(2, 2);
+        startSidecar(CommitMode.QUIESCE, 2, null, 30); // the periodic probe will not run during this test
+        assertTrue(idleAt(2));
+        String request = "{\"text\": \"x\", \"sampling_params\": {\"max_new_tokens\": 1}}";
+        Http.Reply before = Http.post(sidecar.port(), "/generate", request);
+        assertEquals(200, before.status());
+        assertEquals(TinyModel.digest(2), before.json().path("meta_info").path("weights_digest").asText());
+
+        // the engine comes back on its base checkpoint between two requests, long before the next probe (a
+        // reload behind the sidecar's back: the same weights and boot label as a restart, on the same connections)
+        Http.Reply reload = Http.post(engine.port(), "/update_weights_from_disk", "{\"model_path\": "
+                + Http.JSON.writeValueAsString(base.toString()) + ", \"weight_version\": \"default\", "
+                + "\"flush_cache\": false}");
+        assertEquals(200, reload.status(), reload.body());
+        assertEquals(TinyModel.digest(0), engine.weightsDigest());
+        long restarted = System.nanoTime();
+        Http.Reply after = Http.post(sidecar.port(), "/generate", request);
+        assertEquals(503, after.status(), after.body());
+        assertEquals("EngineUnavailable", after.json().path("error").path("type").asText());
+        assertEquals(null, after.header("x-stitch-weight-version-start"));
+
+        // the data plane's report makes the worker probe at once: lost, re-established, caught up again
+        assertTrue(eventually(5000, () -> sidecar.worker().metrics().engineLosses() >= 1));
+        assertTrue(System.nanoTime() - restarted < Duration.ofSeconds(5).toNanos(), "well before the 30 s probe");
+        assertTrue(idleAt(2));
+        assertTrue(eventually(5000, () -> healthStatus() == 200));
+        Http.Reply caughtUp = Http.post(sidecar.port(), "/generate", request);
+        assertEquals(200, caughtUp.status());
+        assertEquals("2", caughtUp.header("x-stitch-weight-version-start"));
+        assertEquals(TinyModel.digest(2), caughtUp.json().path("meta_info").path("weights_digest").asText());
     }
 
     @Test
