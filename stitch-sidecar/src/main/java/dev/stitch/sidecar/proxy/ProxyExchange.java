@@ -409,7 +409,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
      * reloaded behind the sidecar's back, so the request gets 503 and the sync worker probes at once.
      */
     private void engineRelabelled(String why) {
-        LOG.warn("/{}: {}; answering 503", route.name(), why);
+        LOG.debug("/{}: {}; answering 503", route.name(), why); // the sync worker logs the probe it starts
         suspectEngine(why);
         reject(HttpResponseStatus.SERVICE_UNAVAILABLE, "EngineUnavailable", ProxyErrors.engineUnavailable(), true);
     }
@@ -419,7 +419,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
      * end stamp, or is cut where its framing leaves no room for one.
      */
     private void contradictedMidStream(String why) {
-        LOG.warn("/{}: {}; ending the stream with an error event", route.name(), why);
+        LOG.debug("/{}: {}; ending the stream with an error event", route.name(), why);
         sendAborts();
         discardUpstream();
         suspectEngine(why);
