@@ -30,6 +30,18 @@ final class SglangClient {
         }
     }
 
+    /**
+     * The engine answered and refused the call (a 4xx status, or a 2xx with {@code "success": false}),
+     * as opposed to failing to answer or failing internally (5xx): sending the same body again cannot help.
+     */
+    static final class Refused extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Refused(String message) {
+            super(message);
+        }
+    }
+
     private final URI base;
     private final HttpClient http;
     private final Duration requestTimeout;
@@ -46,15 +58,22 @@ final class SglangClient {
         return base;
     }
 
-    /** POSTs {@code body} and requires success. */
+    /**
+     * POSTs {@code body} and requires success.
+     *
+     * @throws Refused when the engine answers 4xx or {@code "success": false}
+     */
     JsonNode post(String path, ObjectNode body) throws IOException {
         Reply r = send(path, body, requestTimeout);
         JsonNode json = r.json();
+        if (r.status() / 100 == 4) {
+            throw new Refused("POST " + path + " answered " + r.status() + ": " + brief(r.body()));
+        }
         if (r.status() / 100 != 2) {
             throw new IOException("POST " + path + " answered " + r.status() + ": " + brief(r.body()));
         }
         if (json.isObject() && json.path("success").isBoolean() && !json.path("success").asBoolean()) {
-            throw new IOException("POST " + path + " reported success=false: "
+            throw new Refused("POST " + path + " reported success=false: "
                     + brief(json.path("message").asText(r.body())));
         }
         return json;

@@ -1,11 +1,13 @@
 package dev.stitch.engine;
 
-import dev.stitch.format.full.FullCheckpointWriter;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.sync.EngineReport;
 import dev.stitch.format.DeltaFormat;
+import dev.stitch.format.full.FullCheckpointWriter;
 import dev.stitch.sync.SyncPlan;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -86,11 +88,17 @@ final class SglangEngineAdapter extends SglangAdapter {
         return Map.of(); // the engine reads the board itself; nothing to prepare on the sidecar
     }
 
+    /**
+     * One reload per version, in order. A delta load the engine refuses (4xx or {@code success: false}),
+     * or after which the engine reports other weights than the version's {@code metadata.weights_digest},
+     * is a refused version (sync-and-engines.md 6.5): retrying the same delta cannot help, an anchor can.
+     */
     @Override
-    public Map<String, Object> commit(SyncPlan plan) throws IOException {
+    public Map<String, Object> commit(SyncPlan plan) throws IOException, RefusedVersionException {
         Map<String, Object> detail = new LinkedHashMap<>();
         int reloads = 0;
         int labels = 0;
+        int digestChecks = 0;
         if (plan.anchor().isPresent()) {
             VersionStep a = plan.anchor().get();
             client.post("/update_weights_from_disk",
@@ -106,8 +114,17 @@ final class SglangEngineAdapter extends SglangAdapter {
                 body.put("load_format", "delta");
                 body.put("weight_version", Long.toString(v.version()));
                 body.put("flush_cache", false);
-                client.post("/update_weights_from_disk", body);
+                try {
+                    client.post("/update_weights_from_disk", body);
+                } catch (SglangClient.Refused e) {
+                    throw new RefusedVersionException(v.version(), RefusedVersionException.Reason.MALFORMED,
+                            "the engine refused its load_format=delta load: " + e.getMessage(), e);
+                }
                 reloads++;
+                String expected = plan.weightsDigests().get(v.version());
+                if (expected != null && requireDigest(v.version(), expected)) {
+                    digestChecks++;
+                }
             } else {
                 label(v.version());
                 labels++;
@@ -115,7 +132,28 @@ final class SglangEngineAdapter extends SglangAdapter {
         }
         detail.put("reload_calls", reloads);
         detail.put("label_calls", labels);
+        detail.put("digest_checks", digestChecks);
         return detail;
+    }
+
+    /**
+     * The engine's {@code weights_digest} after a delta load must be the one the version records: a delta
+     * built on other weights than the engine held applies without complaint and leaves weights nobody
+     * published. Engines that report no digest (stock SGLang) are not checked.
+     *
+     * @return whether the engine reported a digest to compare
+     */
+    private boolean requireDigest(long version, String expected) throws IOException, RefusedVersionException {
+        JsonNode reported = modelInfo().get("weights_digest");
+        if (reported == null || reported.isNull()) {
+            return false;
+        }
+        if (!expected.equals(reported.asText())) {
+            throw new RefusedVersionException(version, RefusedVersionException.Reason.WRONG_BASE,
+                    "after its delta load the engine reports weights " + reported.asText() + " where the manifest "
+                            + "records " + expected + " (the delta was built on other weights than the engine held)");
+        }
+        return true;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.stitch.sync;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.BulletinBoard;
 import dev.stitch.board.VerificationReport;
@@ -8,6 +9,7 @@ import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
 import java.io.IOException;
+import java.util.Optional;
 import java.util.function.Predicate;
 
 /** {@link SyncBoard} over a {@link BulletinBoard} of any layout. */
@@ -42,6 +44,13 @@ public final class BulletinBoardSource implements SyncBoard {
     @Override
     public VersionStep readVersion(long version) throws IOException {
         return VersionStep.of(board.readManifest(version), board.versionDirectory(version));
+    }
+
+    @Override
+    public Optional<String> weightsDigest(long version) throws IOException {
+        JsonNode metadata = board.readManifest(version).metadata();
+        JsonNode digest = metadata == null ? null : metadata.get("weights_digest");
+        return digest != null && digest.isTextual() ? Optional.of(digest.asText()) : Optional.empty();
     }
 
     @Override

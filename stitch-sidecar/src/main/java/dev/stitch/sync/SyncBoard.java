@@ -2,6 +2,7 @@ package dev.stitch.sync;
 
 import dev.stitch.apply.VersionStep;
 import java.io.IOException;
+import java.util.Optional;
 
 /**
  * The board as the sync worker reads it: the pointer, one version's manifest summary, artifact
@@ -30,6 +31,15 @@ public interface SyncBoard {
      * @throws IOException                        when it is unreadable or invalid
      */
     VersionStep readVersion(long version) throws IOException;
+
+    /**
+     * The {@code metadata.weights_digest} version {@code v}'s manifest records, if any: the digest of the
+     * complete weights after it, which an engine that reports its own digest is checked against (6.5).
+     * Boards whose manifests carry no metadata (the slime layout) record none.
+     */
+    default Optional<String> weightsDigest(long version) throws IOException {
+        return Optional.empty();
+    }
 
     /**
      * Verifies every artifact the plan will use from this version (size and digest, 1.3).

@@ -5,6 +5,7 @@ import dev.stitch.apply.VersionStep;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -21,9 +22,12 @@ import java.util.Set;
  * @param deltas           versions replayed in order (after the anchor, if any)
  * @param touchedWeights   union of the touched tensor names, empty when unknown (see {@link #weightsKnown})
  * @param weightsKnown     false when some version has files but no names
+ * @param weightsDigests   {@code metadata.weights_digest} of the plan's versions that record one, by version:
+ *                         what an engine that reports its digest must serve after each load (6.5)
  */
 public record SyncPlan(Kind kind, String runId, long from, long target, Optional<VersionStep> anchor,
-                       List<VersionStep> deltas, Set<String> touchedWeights, boolean weightsKnown) {
+                       List<VersionStep> deltas, Set<String> touchedWeights, boolean weightsKnown,
+                       Map<Long, String> weightsDigests) {
 
     public enum Kind {
         DELTA("delta"), ANCHOR("anchor"), NOOP("noop"), RESET("reset");
@@ -42,6 +46,18 @@ public record SyncPlan(Kind kind, String runId, long from, long target, Optional
     public SyncPlan {
         deltas = List.copyOf(deltas);
         touchedWeights = Set.copyOf(touchedWeights);
+        weightsDigests = Map.copyOf(weightsDigests);
+    }
+
+    /** A plan whose versions record no weights digest. */
+    public SyncPlan(Kind kind, String runId, long from, long target, Optional<VersionStep> anchor,
+                    List<VersionStep> deltas, Set<String> touchedWeights, boolean weightsKnown) {
+        this(kind, runId, from, target, anchor, deltas, touchedWeights, weightsKnown, Map.of());
+    }
+
+    /** This plan with the recorded weights digests of its versions. */
+    public SyncPlan withWeightsDigests(Map<Long, String> digests) {
+        return new SyncPlan(kind, runId, from, target, anchor, deltas, touchedWeights, weightsKnown, digests);
     }
 
     /** The plan of a run switch: back to the base checkpoint. */

@@ -6,7 +6,6 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -34,6 +33,7 @@ public final class SyncWorker implements AutoCloseable {
     private final SyncMetrics metrics = new SyncMetrics();
     private final SidecarStateFile stateFile;
     private final VersionCommitter committer;
+    private final EngineWatch watch;
     private final Thread thread;
 
     // Trigger state, guarded by triggerLock; never held across I/O.
@@ -41,6 +41,7 @@ public final class SyncWorker implements AutoCloseable {
     private final Condition triggered = triggerLock.newCondition();
     private boolean pending;
     private boolean rpcRefresh;
+    private boolean probeNow;
     private boolean running = true;
     private long nextPollNanos;
     private long nextProbeNanos;
@@ -53,23 +54,17 @@ public final class SyncWorker implements AutoCloseable {
     private volatile boolean ready;
     private volatile int consecutiveErrors;
     private volatile Double nextRetryAt;
-    private volatile boolean engineReachable;
     private volatile String latestRunId;
     private volatile long latestSeen;
     private volatile long lastPointerReadNanos = Long.MIN_VALUE / 2;
     private volatile Long queuedTarget;
     private volatile long wanted;
     private volatile Map<String, Object> lastMetrics = Map.of();
-    // Why the engine's weights are not known right now (6.5): engine_unreachable or engine_restarted.
-    private volatile String engineLost;
 
     // Worker-only state.
     private boolean adoptRunOnFirstRead;
-    private boolean prepared;
     private long lastRefreshNanos = Long.MIN_VALUE / 2;
     private SyncBoard.Pointer failedPointer;
-    private EngineReport baseline;
-    private boolean reestablished;
 
     public SyncWorker(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate) {
         this.config = config;
@@ -78,6 +73,7 @@ public final class SyncWorker implements AutoCloseable {
         this.gate = gate;
         this.stateFile = new SidecarStateFile(config.stateDir());
         this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, s -> state = s);
+        this.watch = new EngineWatch(engine, gate, metrics, committer);
         this.thread = new Thread(this::runLoop, "stitch-sync");
         this.thread.setDaemon(true);
     }
@@ -148,6 +144,25 @@ public final class SyncWorker implements AutoCloseable {
         }
     }
 
+    /**
+     * The data plane saw the engine answer with a weight label the sidecar did not commit for the
+     * admitted version (sidecar-http.md 4.5): the engine is probed at once rather than at the next
+     * {@code engine_probe_interval_s}, so that a restart between two probes turns readiness 503 promptly.
+     * Non-blocking; calls before the probe runs coalesce into one.
+     */
+    public void engineSuspect(String detail) {
+        triggerLock.lock();
+        try {
+            if (!probeNow) {
+                probeNow = true;
+                LOG.warn("probing the engine now: {}", detail);
+            }
+            triggered.signalAll();
+        } finally {
+            triggerLock.unlock();
+        }
+    }
+
     private void recordWanted(long hint) {
         synchronized (this) {
             if (hint > wanted) {
@@ -158,7 +173,7 @@ public final class SyncWorker implements AutoCloseable {
 
     /** The state for {@code /health}, {@code /server_info} and {@code /metrics}. */
     public SyncStatus status() {
-        String lost = engineLost;
+        String lost = watch.lost();
         boolean engineConsistent = committer.engineConsistent() && lost == null;
         boolean isReady = ready && state != SyncState.ERROR && engineConsistent;
         String reason = null;
@@ -173,7 +188,7 @@ public final class SyncWorker implements AutoCloseable {
         }
         return new SyncStatus(gate.currentRunId(), gate.currentVersion(), latestRunId, latestSeen, queuedTarget,
                 wanted, state, lastSyncError, syncTaskActive, isReady, reason, engineConsistent, consecutiveErrors,
-                nextRetryAt, committer.lastCommitAt(), engineReachable, gate.state().label(), gate.activeRequests(),
+                nextRetryAt, committer.lastCommitAt(), watch.reachable(), gate.state().label(), gate.activeRequests(),
                 gate.inflightExactRequests(), gate.inflightExactVersions(), lastMetrics);
     }
 
@@ -242,22 +257,8 @@ public final class SyncWorker implements AutoCloseable {
     }
 
     private void adoptStartupState() {
-        Optional<SidecarStateFile.Saved> saved = stateFile.read();
-        if (saved.isPresent()) {
-            Optional<String> label;
-            try {
-                label = engine.weightVersionLabel();
-            } catch (RuntimeException e) {
-                label = Optional.empty();
-            }
-            if (label.isPresent() && label.get().equals(Long.toString(saved.get().version()))) {
-                LOG.info("adopting saved state run={} version={} (engine reports weight_version {})",
-                        saved.get().runId(), saved.get().version(), label.get());
-                gate.adopt(saved.get().runId(), saved.get().version());
-                return;
-            }
-            LOG.info("not adopting saved state run={} version={}: engine reports weight_version {}",
-                    saved.get().runId(), saved.get().version(), label.orElse("(unreadable)"));
+        if (watch.adoptSaved(stateFile.read())) {
+            return;
         }
         gate.adopt(config.bootRunId(), config.bootVersion());
         adoptRunOnFirstRead = config.bootRunId() == null && config.bootVersion() == 0;
@@ -272,6 +273,11 @@ public final class SyncWorker implements AutoCloseable {
                     return Trigger.STOP;
                 }
                 long now = System.nanoTime();
+                if (probeNow) {
+                    probeNow = false;
+                    nextProbeNanos = now + secondsToNanos(config.engineProbeIntervalS());
+                    return Trigger.PROBE;
+                }
                 boolean inError = state == SyncState.ERROR;
                 if (inError && now - retryAtNanos >= 0) {
                     pending = false;
@@ -321,91 +327,13 @@ public final class SyncWorker implements AutoCloseable {
     }
 
     /**
-     * The periodic probe (6.5): an engine that does not answer, or that reports other weights than the
-     * last pass left it with, stops versioned admission at once; once it answers again a pass
+     * The periodic (or data-plane requested) probe of 6.5; once a lost engine answers again a pass
      * re-establishes what it serves before anything is admitted.
      */
     private void probeEngine() {
-        if (!prepared) {
-            engineReachable = engine.probe(); // startup still waits for the engine in prepareEngine
-            return;
-        }
-        Optional<EngineReport> report = engine.report();
-        engineReachable = report.isPresent();
-        if (report.isEmpty()) {
-            loseEngine("engine_unreachable", "the engine does not answer GET /health or GET /model_info");
-            return;
-        }
-        if (engineLost == null) {
-            String change = identityChange(report.get());
-            if (change == null) {
-                return;
-            }
-            loseEngine("engine_restarted", change);
-        }
-        if (state != SyncState.ERROR) {
+        if (watch.probe() && state != SyncState.ERROR) {
             runPass(false); // in ERROR the backoff retry re-establishes
         }
-    }
-
-    private void loseEngine(String reason, String detail) {
-        if (!reason.equals(engineLost)) {
-            LOG.warn("{}: {}; versioned requests get 503 until the engine's weights are re-established", reason,
-                    detail);
-            metrics.engineLost();
-        }
-        engineLost = reason;
-        reestablished = false;
-        gate.engineConsistent(false);
-    }
-
-    /** How {@code now} differs from what the engine reported after the last pass, or null. */
-    private String identityChange(EngineReport now) {
-        if (baseline == null) {
-            return null;
-        }
-        if (!Objects.equals(baseline.weightVersion(), now.weightVersion())) {
-            return "the engine reports weight_version " + now.weightVersion() + " where the sidecar left "
-                    + baseline.weightVersion() + " (it restarted or was reloaded by someone else)";
-        }
-        if (baseline.weightsDigest() != null && !baseline.weightsDigest().equals(now.weightsDigest())) {
-            return "the engine reports weights " + now.weightsDigest() + " where the sidecar left "
-                    + baseline.weightsDigest();
-        }
-        return null;
-    }
-
-    /**
-     * Finds out what a lost engine serves now (6.5): the weights the sidecar left when it reports them
-     * unchanged, else the version the adapter can name from its report (the base, or host mode's clean
-     * local checkpoint), else a reset to the base. The gate then holds a true version again; admission
-     * and readiness resume once the pass has caught up.
-     */
-    private void reestablish(Map<String, Object> m) throws Exception {
-        EngineReport r = engine.report().orElseThrow(() -> new SyncFailure(
-                "engine unreachable: GET /health or GET /model_info failed; versioned requests get 503"));
-        engineReachable = true;
-        String change = baseline == null ? "no report from before to compare with" : identityChange(r);
-        String run = gate.currentRunId();
-        if (change == null) {
-            LOG.info("engine answers again and still serves version {} (weight_version {})", gate.currentVersion(),
-                    r.weightVersion());
-        } else {
-            OptionalLong served = engine.servedAfterRestart(r, run);
-            m.put("engine_reestablished", change);
-            if (served.isPresent()) {
-                LOG.warn("engine restarted ({}); it serves version {} of run {}: planning from there", change,
-                        served.getAsLong(), run);
-                gate.adopt(run, served.getAsLong());
-            } else {
-                LOG.warn("engine restarted ({}) and its report does not say which version it serves: resetting it "
-                        + "to the base checkpoint", change);
-                committer.resetTo(run, m);
-                r = engine.report().orElse(null);
-            }
-        }
-        baseline = r;
-        reestablished = true;
     }
 
     /** During backoff a wake or poll only starts a pass when the pointer moved since the failed pass. */
@@ -451,11 +379,11 @@ public final class SyncWorker implements AutoCloseable {
         SyncBoard.Pointer pointer = null;
         Map<String, Object> m = new LinkedHashMap<>();
         try {
-            if (!prepared) {
-                prepareEngine();
+            if (!watch.prepared()) {
+                watch.prepare(config.engineStartTimeoutS());
             }
-            if (engineLost != null && !reestablished) {
-                reestablish(m);
+            if (watch.mustReestablish()) {
+                watch.reestablish(m);
                 didWork = true;
             }
             boolean force = rpc;
@@ -488,8 +416,7 @@ public final class SyncWorker implements AutoCloseable {
                     continue;
                 }
                 if (!committer.engineConsistent()) {
-                    LOG.info("engine weights are in an unknown state: reloading the base checkpoint, then replaying");
-                    committer.resetTo(gate.currentRunId(), m);
+                    committer.reestablish(pointer, m);
                     recordMetrics(m, null);
                     state = SyncState.PREFETCHING;
                     didWork = true;
@@ -513,16 +440,7 @@ public final class SyncWorker implements AutoCloseable {
                 recordMetrics(m, null);
                 state = SyncState.PREFETCHING;
             }
-            if (didWork || baseline == null) {
-                baseline = engine.report().orElse(null);
-            }
-            if (engineLost != null) {
-                LOG.info("engine re-established at version {} (run {}); admitting versioned requests again",
-                        gate.currentVersion(), gate.currentRunId());
-                engineLost = null;
-                reestablished = false;
-                gate.engineConsistent(committer.engineConsistent());
-            }
+            watch.caughtUp(didWork);
             consecutiveErrors = 0;
             nextRetryAt = null;
             failedPointer = null;
@@ -539,6 +457,9 @@ public final class SyncWorker implements AutoCloseable {
             state = SyncState.ERROR;
             lastSyncError = "interrupted";
         } catch (Exception e) {
+            if (didWork) {
+                watch.rebase(); // what the failed pass did commit is what later probes compare with
+            }
             fail(e, pointer, m);
         } finally {
             syncTaskActive = false;
@@ -550,19 +471,6 @@ public final class SyncWorker implements AutoCloseable {
                 triggerLock.unlock();
             }
         }
-    }
-
-    private void prepareEngine() throws Exception {
-        long deadline = System.nanoTime() + secondsToNanos(config.engineStartTimeoutS());
-        while (!(engineReachable = engine.probe())) {
-            if (System.nanoTime() - deadline >= 0) {
-                throw new SyncFailure("engine did not answer /health with 200 within "
-                        + config.engineStartTimeoutS() + " s");
-            }
-            Thread.sleep(200);
-        }
-        engine.prepare();
-        prepared = true;
     }
 
     private void fail(Exception e, SyncBoard.Pointer pointer, Map<String, Object> m) {

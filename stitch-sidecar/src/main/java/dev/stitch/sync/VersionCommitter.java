@@ -7,8 +7,10 @@ import dev.stitch.apply.ChainPlanner;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import java.io.IOException;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -114,11 +116,12 @@ final class VersionCommitter {
             chosen = SyncPlan.of(viaAnchor, pointer.runId(), true);
             bytes = verify(chosen);
         }
-        requireNoRefused(chosen);
-        double verifyS = SyncWorker.seconds(System.nanoTime() - v0);
         if (!refusedVersions.isEmpty()) {
             m.put("refused_versions", List.copyOf(refusedVersions));
         }
+        requireNoRefused(chosen);
+        chosen = chosen.withWeightsDigests(recordedDigests(chosen));
+        double verifyS = SyncWorker.seconds(System.nanoTime() - v0);
         m.put("artifact_verify_s", verifyS);
         m.put("artifact_bytes_verified", bytes);
         m.put("target_version", chosen.target());
@@ -133,6 +136,15 @@ final class VersionCommitter {
                 chosen.transitionFileCount(),
                 chosen.anchor().map(a -> ", anchor " + a.version()).orElse(""), bytes, SyncWorker.fmt(verifyS));
         return chosen;
+    }
+
+    /** The {@code metadata.weights_digest} of every delta the plan replays, where its manifest records one. */
+    private Map<Long, String> recordedDigests(SyncPlan plan) throws IOException {
+        Map<Long, String> digests = new HashMap<>();
+        for (VersionStep v : plan.deltas()) {
+            board.weightsDigest(v.version()).ifPresent(d -> digests.put(v.version(), d));
+        }
+        return digests;
     }
 
     /** A delta chain through a refused version is replaced by its anchor alternative when there is one. */
@@ -216,16 +228,7 @@ final class VersionCommitter {
         try {
             stageDetail = engine.stage(plan);
         } catch (Exception e) {
-            Optional<RefusedVersionException> refused = refusal(e);
-            if (refused.isEmpty()) {
-                throw e;
-            }
-            refusedVersions.add(refused.get().version());
-            metrics.refusedVersion();
-            m.put("refused_versions", List.copyOf(refusedVersions));
-            m.put("refusal", refused.get().getMessage());
-            LOG.warn("{}; re-planning without it", refused.get().getMessage());
-            return false;
+            return remember(e, m);
         }
         double stageS = SyncWorker.seconds(System.nanoTime() - s0);
         metrics.stageDuration.observe(stageS);
@@ -233,8 +236,50 @@ final class VersionCommitter {
         m.put("stage_detail", stageDetail);
         LOG.info("staged {} plan {} -> {} in {} s", plan.kind().label(), plan.from(), plan.target(),
                 SyncWorker.fmt(stageS));
-        commit(plan, m);
+        try {
+            commit(plan, m);
+        } catch (Exception e) {
+            return remember(e, m); // engine mode: the engine refused a delta load or its digest disagreed
+        }
         return true;
+    }
+
+    /** Remembers the version {@code e} refused and returns false; rethrows any other failure. */
+    private boolean remember(Exception e, Map<String, Object> m) throws Exception {
+        Optional<RefusedVersionException> refused = refusal(e);
+        if (refused.isEmpty()) {
+            throw e;
+        }
+        refusedVersions.add(refused.get().version());
+        metrics.refusedVersion();
+        m.put("refused_versions", List.copyOf(refusedVersions));
+        m.put("refusal", refused.get().getMessage());
+        LOG.warn("{}; re-planning without it", refused.get().getMessage());
+        return false;
+    }
+
+    /**
+     * Brings an engine whose weights are unknown back to a named version (6.5): through the anchor of the
+     * plan to {@code pointer} when it has one, because an anchor load replaces every weight; otherwise by
+     * a reset to the base checkpoint, from which the next plan replays.
+     */
+    void reestablish(SyncBoard.Pointer pointer, Map<String, Object> m) throws Exception {
+        String run = gate.currentRunId();
+        if (Objects.equals(pointer.runId(), run) && pointer.version() > gate.currentVersion()) {
+            try {
+                SyncPlan plan = planAndVerify(pointer, gate.currentVersion(), m);
+                if (plan.kind() == SyncPlan.Kind.ANCHOR) {
+                    LOG.info("engine weights are in an unknown state: loading anchor {}",
+                            plan.anchor().map(VersionStep::version).orElse(0L));
+                    stageAndCommit(plan, m);
+                    return;
+                }
+            } catch (SyncFailure e) {
+                LOG.info("no anchor plan to re-establish the engine with ({}); resetting it instead", e.getMessage());
+            }
+        }
+        LOG.info("engine weights are in an unknown state: reloading the base checkpoint, then replaying");
+        resetTo(run, m);
     }
 
     /** Brings the engine back to the base checkpoint under run {@code runId} (a run switch, or unknown weights). */
@@ -355,6 +400,13 @@ final class VersionCommitter {
                 retriesUsed[0] = attempt;
                 LOG.warn("commit {} -> {} attempt {} failed: {}", plan.from(), plan.target(), attempt + 1,
                         e.getMessage());
+                if (refusal(e).isPresent()) {
+                    // the same delta would be refused again; the loads before it did change weights
+                    m.put("commit_s", SyncWorker.seconds(System.nanoTime() - c0));
+                    engineConsistent = false;
+                    gate.engineConsistent(false);
+                    throw e;
+                }
             }
         }
         m.put("commit_s", SyncWorker.seconds(System.nanoTime() - c0));

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.sync.EngineAdapter;
@@ -115,13 +116,45 @@ class SglangEngineAdapterTest {
         SyncPlan p = plan(0, 1, Optional.empty(), List.of(version(1, List.of("a.safetensors"), false)));
         IOException e = assertThrows(IOException.class, () -> adapter.commit(p));
         assertTrue(e.getMessage().contains("500"), e.getMessage());
+        // a delta load the engine refuses is a refused version, not a failure worth retrying
         sglang.script("/update_weights_from_disk", new FakeSglang.Answer(200,
                 "{\"success\": false, \"message\": \"bad shard\"}"));
-        e = assertThrows(IOException.class, () -> adapter.commit(p));
-        assertTrue(e.getMessage().contains("bad shard"), e.getMessage());
+        RefusedVersionException refused = assertThrows(RefusedVersionException.class, () -> adapter.commit(p));
+        assertEquals(1, refused.version());
+        assertTrue(refused.getMessage().contains("bad shard"), refused.getMessage());
+        sglang.script("/update_weights_from_disk", new FakeSglang.Answer(400,
+                "{\"success\": false, \"message\": \"Failed to apply delta update from disk: shape\"}"));
+        refused = assertThrows(RefusedVersionException.class, () -> adapter.commit(p));
+        assertEquals(RefusedVersionException.Reason.MALFORMED, refused.reason());
         sglang.script("/update_weight_version", new FakeSglang.Answer(200, "{\"success\": false, \"message\": \"no\"}"));
         assertThrows(IOException.class, () -> adapter.label(3));
         adapter.commit(p);
+    }
+
+    @Test
+    void aDeltaAfterWhichTheEngineReportsOtherWeightsIsRefusedAsAWrongBase() throws Exception {
+        adapter.prepare();
+        sglang.clear();
+        SyncPlan p = plan(3, 5, Optional.empty(), List.of(version(4, List.of("a.safetensors"), false),
+                version(5, List.of("b.safetensors"), false)))
+                .withWeightsDigests(Map.of(4L, "xxh3-128:04", 5L, "xxh3-128:05"));
+        sglang.modelInfo = "{\"model_path\": \"/models/base\", \"weight_version\": \"4\", "
+                + "\"weights_digest\": \"xxh3-128:04\"}";
+        sglang.script("/model_info", new FakeSglang.Answer(200, sglang.modelInfo), new FakeSglang.Answer(200,
+                "{\"weight_version\": \"5\", \"weights_digest\": \"xxh3-128:ff\"}"));
+        RefusedVersionException e = assertThrows(RefusedVersionException.class, () -> adapter.commit(p));
+        assertEquals(5, e.version());
+        assertEquals(RefusedVersionException.Reason.WRONG_BASE, e.reason());
+        assertTrue(e.getMessage().contains("xxh3-128:ff") && e.getMessage().contains("xxh3-128:05"), e.getMessage());
+        assertEquals(List.of("/update_weights_from_disk", "/model_info", "/update_weights_from_disk", "/model_info"),
+                sglang.calls().stream().map(FakeSglang.Call::path).toList());
+
+        // the right weights pass; an engine that reports no digest (stock SGLang) is not checked
+        sglang.script("/model_info", new FakeSglang.Answer(200, "{\"weights_digest\": \"xxh3-128:04\"}"),
+                new FakeSglang.Answer(200, "{\"weights_digest\": \"xxh3-128:05\"}"));
+        assertEquals(2, adapter.commit(p).get("digest_checks"));
+        sglang.modelInfo = "{\"model_path\": \"/models/base\", \"weight_version\": \"5\"}";
+        assertEquals(0, adapter.commit(p).get("digest_checks"));
     }
 
     @Test

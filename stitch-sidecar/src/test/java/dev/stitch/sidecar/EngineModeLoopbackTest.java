@@ -76,11 +76,16 @@ class EngineModeLoopbackTest {
     }
 
     private Sidecar startSidecar(CommitMode mode, double drainTimeoutS, Path stateDir) {
+        return startSidecar(mode, drainTimeoutS, stateDir, 0.2);
+    }
+
+    private Sidecar startSidecar(CommitMode mode, double drainTimeoutS, Path stateDir, double probeIntervalS) {
         URI upstream = URI.create(engine.url());
         SidecarConfig config = new SidecarConfig(
                 ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0),
                 SyncConfig.defaults().withCommitMode(mode).withPolling(0, 0).withBackoff(0.1, 0.3)
-                        .withDrain(drainTimeoutS, 5).withBoot(null, 0, stateDir).withEngineProbeInterval(0.2),
+                        .withDrain(drainTimeoutS, 5).withBoot(null, 0, stateDir)
+                        .withEngineProbeInterval(probeIntervalS),
                 boardRoot, BoardLayout.STITCH, "engine", SglangSettings.of(upstream, boardRoot), null);
         sidecar = Sidecar.start(config, "test");
         return sidecar;
@@ -168,6 +173,158 @@ class EngineModeLoopbackTest {
         assertEquals(TinyModel.digest(3), engine.weightsDigest());
         assertEquals("3", engine.weightVersion());
         assertTrue(sidecar.worker().metrics().engineLosses() >= 1);
+    }
+
+    /**
+     * Sends versioned requests until {@code running} drops and records every response whose stamp is not
+     * the version whose weights produced it, or that is stamped with {@code refused}.
+     */
+    private Thread auditStamps(java.util.concurrent.atomic.AtomicBoolean running, java.util.Map<Long, String> digests,
+                               long refused, List<String> mislabeled) {
+        Thread client = new Thread(() -> {
+            while (running.get()) {
+                try {
+                    Http.Reply r = Http.post(sidecar.port(), "/generate", "{\"text\": \"x\", "
+                            + "\"sampling_params\": {\"max_new_tokens\": 1}}");
+                    if (r.status() == 200) {
+                        long start = Long.parseLong(r.header("x-stitch-weight-version-start"));
+                        long end = Long.parseLong(r.header("x-stitch-weight-version-end"));
+                        String digest = r.json().path("meta_info").path("weights_digest").asText();
+                        if (start == refused || end == refused || !digest.equals(digests.get(start))) {
+                            mislabeled.add("stamped " + start + ".." + end + " but served " + digest);
+                        }
+                    }
+                } catch (Exception e) {
+                    // 503s and reconnects while the engine is re-established are expected
+                }
+            }
+        });
+        client.start();
+        return client;
+    }
+
+    private void useWrongBasePublisher() throws Exception {
+        // version 2 is diffed against weights the board never held; its manifest records the true digest
+        publisher.close();
+        try (Weights wrongSeed = TinyModel.weights(5)) {
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-a").backends(DeltaFormat.SPARSE_DELTA)
+                    .sparseEncoding(SparseEncoding.INDICES).anchorInterval(0).recordWeightsDigest(true).threads(1)
+                    .seed(wrongSeed).build();
+        }
+    }
+
+    private void useAnchoringPublisher(int seedStep, int anchorInterval) throws Exception {
+        publisher.close();
+        try (Weights seed = TinyModel.weights(seedStep)) {
+            publisher = WeightPublisher.builder().board(boardRoot).runId("run-a")
+                    .backends(DeltaFormat.SPARSE_DELTA, DeltaFormat.FULL).sparseEncoding(SparseEncoding.INDICES)
+                    .anchorInterval(anchorInterval).recordWeightsDigest(true).threads(1).seed(seed).build();
+        }
+    }
+
+    @Test
+    void wrongBaseSparseDeltaIsRefusedAndTheSidecarEndsAtTheNextAnchor() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        startSidecar(CommitMode.QUIESCE, 2);
+        assertTrue(idleAt(1));
+        java.util.Map<Long, String> digests = java.util.Map.of(0L, TinyModel.digest(0), 1L, TinyModel.digest(1),
+                3L, TinyModel.digest(3));
+        List<String> mislabeled = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread client = auditStamps(running, digests, 2, mislabeled);
+        try {
+            useWrongBasePublisher();
+            publish(2, 2);
+            Http.post(sidecar.port(), "/wake", "");
+            // the engine applies the delta without complaint; its digest then disagrees with the manifest's
+            assertTrue(eventually(20_000, () -> sidecar.worker().status().state() == SyncState.ERROR));
+            String error = sidecar.worker().status().lastSyncError();
+            assertTrue(error.contains("version 2 was refused") && error.contains("newer anchor"), error);
+            assertEquals(List.of(2L), sidecar.worker().status().lastMetrics().get("refused_versions"));
+            assertEquals(0, sidecar.worker().status().currentVersion(), "no anchor bypasses 2: the engine is reset");
+            assertEquals(TinyModel.digest(0), engine.weightsDigest());
+            assertEquals(503, healthStatus());
+            assertEquals(1, engine.calls("update_weights_from_disk").stream()
+                    .filter(c -> c.json().path("weight_version").asText().equals("2")).count(), "never retried");
+
+            // the trainer publishes version 3 with an anchor
+            useAnchoringPublisher(2, 3);
+            publish(3, 3);
+            Http.post(sidecar.port(), "/wake", "");
+            assertTrue(idleAt(3));
+            assertEquals("anchor", sidecar.worker().status().lastMetrics().get("plan_kind"));
+            assertEquals(3L, sidecar.worker().status().lastMetrics().get("anchor_version"));
+            assertTrue(eventually(5000, () -> healthStatus() == 200));
+        } finally {
+            running.set(false);
+            client.join(10_000);
+        }
+        assertEquals(List.of(), mislabeled);
+        assertEquals(TinyModel.digest(3), engine.weightsDigest());
+        assertEquals("3", engine.weightVersion());
+        assertTrue(sidecar.worker().metrics().refusedVersions() >= 1);
+    }
+
+    @Test
+    void aRefusedDeltaWithAnAnchorBehindItIsReestablishedThroughTheAnchorWithoutAReset() throws Exception {
+        setUp(Duration.ZERO);
+        publish(1, 1);
+        startSidecar(CommitMode.IN_PLACE, 2);
+        assertTrue(idleAt(1));
+        useWrongBasePublisher();
+        publish(2, 2);
+        useAnchoringPublisher(2, 3);
+        publish(3, 3);
+        engine.clearCalls();
+        Http.post(sidecar.port(), "/wake", "");
+        assertTrue(idleAt(3));
+        List<String> loads = new ArrayList<>();
+        for (ReferenceEngine.Call c : engine.calls("update_weights_from_disk")) {
+            loads.add(c.json().path("load_format").asText() + ":" + c.json().path("weight_version").asText());
+        }
+        // the delta path 2, 3 is tried first; 2 is refused after the fact, and the anchor replaces every weight
+        assertEquals(List.of("delta:2", "auto:3"), loads);
+        assertEquals(List.of(2L), sidecar.worker().status().lastMetrics().get("refused_versions"));
+        assertEquals(TinyModel.digest(3), engine.weightsDigest());
+        assertEquals(200, healthStatus());
+    }
+
+    @Test
+    void engineBackOnItsBaseBetweenTwoProbesGets503InsteadOfAFalseStampAndIsProbedAtOnce() throws Exception {
+        setUp(Duration.ZERO);
+        Path base = tmp.resolve("base");
+        publish(1, 1);
+        publish(2, 2);
+        startSidecar(CommitMode.QUIESCE, 2, null, 30); // the periodic probe will not run during this test
+        assertTrue(idleAt(2));
+        String request = "{\"text\": \"x\", \"sampling_params\": {\"max_new_tokens\": 1}}";
+        Http.Reply before = Http.post(sidecar.port(), "/generate", request);
+        assertEquals(200, before.status());
+        assertEquals(TinyModel.digest(2), before.json().path("meta_info").path("weights_digest").asText());
+
+        // the engine comes back on its base checkpoint between two requests, long before the next probe (a
+        // reload behind the sidecar's back: the same weights and boot label as a restart, on the same connections)
+        Http.Reply reload = Http.post(engine.port(), "/update_weights_from_disk", "{\"model_path\": "
+                + Http.JSON.writeValueAsString(base.toString()) + ", \"weight_version\": \"default\", "
+                + "\"flush_cache\": false}");
+        assertEquals(200, reload.status(), reload.body());
+        assertEquals(TinyModel.digest(0), engine.weightsDigest());
+        long restarted = System.nanoTime();
+        Http.Reply after = Http.post(sidecar.port(), "/generate", request);
+        assertEquals(503, after.status(), after.body());
+        assertEquals("EngineUnavailable", after.json().path("error").path("type").asText());
+        assertEquals(null, after.header("x-stitch-weight-version-start"));
+
+        // the data plane's report makes the worker probe at once: lost, re-established, caught up again
+        assertTrue(eventually(5000, () -> sidecar.worker().metrics().engineLosses() >= 1));
+        assertTrue(System.nanoTime() - restarted < Duration.ofSeconds(5).toNanos(), "well before the 30 s probe");
+        assertTrue(idleAt(2));
+        assertTrue(eventually(5000, () -> healthStatus() == 200));
+        Http.Reply caughtUp = Http.post(sidecar.port(), "/generate", request);
+        assertEquals(200, caughtUp.status());
+        assertEquals("2", caughtUp.header("x-stitch-weight-version-start"));
+        assertEquals(TinyModel.digest(2), caughtUp.json().path("meta_info").path("weights_digest").asText());
     }
 
     @Test

@@ -209,6 +209,11 @@ public final class ControlEndpoints implements SidecarEndpoints {
         worker.notReady(targetVersion);
     }
 
+    @Override
+    public void engineSuspect(String detail) {
+        worker.engineSuspect(detail);
+    }
+
     private static void gauge(StringBuilder out, String name, String help, long value) {
         out.append("# HELP ").append(name).append(' ').append(help).append('\n');
         out.append("# TYPE ").append(name).append(" gauge\n");

@@ -47,7 +47,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
     private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(10);
 
     /** Phases of one request. */
-    private enum Phase { ROUTING, ADMISSION, FORWARDING, BUFFERING, RELAYING, DONE }
+    private enum Phase { ROUTING, ADMISSION, FORWARDING, BUFFERING, HOLDING, RELAYING, DONE }
 
     private final ProxyHandler connection;
     private final ProxyContext cx;
@@ -78,6 +78,9 @@ final class ProxyExchange implements UpstreamPool.Listener {
     private boolean upstreamKeepAlive;
     private boolean eventStream;
     private ByteArrayOutputStream buffered;
+    private StreamLabelCheck labelCheck;
+    private boolean chunkedRelay;
+    private boolean sizedRelay;
     private int status;
 
     /** Copies what it needs from {@code req}; the caller keeps ownership of the request's buffer. */
@@ -265,16 +268,47 @@ final class ProxyExchange implements UpstreamPool.Listener {
             buffered = new ByteArrayOutputStream();
             return;
         }
+        if (versioned && eventStream) {
+            // The head waits for the first event, so that an engine label contradicting the start stamp can
+            // still be answered with a 503 instead of a false stamp (sidecar-http.md 4.6).
+            labelCheck = new StreamLabelCheck(stamper);
+            phase = Phase.HOLDING;
+            buffered = new ByteArrayOutputStream();
+            return;
+        }
         phase = Phase.RELAYING;
+        sendStreamHead();
+        ctx.flush();
+    }
+
+    private void sendStreamHead() {
         boolean appendComment = versioned && eventStream && cx.config.streamEndComment();
         boolean trailer = versioned && wantsTrailers && http11;
-        ctx.writeAndFlush(ProxyMessages.streamHead(head, versioned ? stamper : null, appendComment, trailer,
-                keepAlive, http11));
+        HttpResponse out = ProxyMessages.streamHead(upstreamHead, versioned ? stamper : null, appendComment, trailer,
+                keepAlive, http11);
+        chunkedRelay = HttpUtil.isTransferEncodingChunked(out);
+        sizedRelay = HttpUtil.isContentLengthSet(out);
+        ctx.write(out);
     }
 
     private void responseContent(HttpContent content) {
         boolean last = content instanceof LastHttpContent;
         ByteBuf data = content.content();
+        if (phase == Phase.HOLDING) {
+            hold(content, last);
+            return;
+        }
+        if (labelCheck != null && data.isReadable()) {
+            StreamLabelCheck.Verdict verdict = labelCheck.feed(ByteBufUtil.getBytes(data));
+            if (verdict == StreamLabelCheck.Verdict.CONTRADICTS) {
+                content.release();
+                contradictedMidStream(labelCheck.contradiction());
+                return;
+            }
+            if (verdict == StreamLabelCheck.Verdict.AGREES) {
+                labelCheck = null;
+            }
+        }
         if (phase == Phase.BUFFERING) {
             byte[] chunk = new byte[data.readableBytes()];
             data.readBytes(chunk);
@@ -294,6 +328,46 @@ final class ProxyExchange implements UpstreamPool.Listener {
         } else {
             content.release();
         }
+        endRelay();
+    }
+
+    /**
+     * A stream's bytes while its head is held: once the first event has shown the engine's label (or that
+     * it carries none), the head and the held bytes go out and the relay continues.
+     */
+    private void hold(HttpContent content, boolean last) {
+        byte[] chunk = ByteBufUtil.getBytes(content.content());
+        content.release();
+        buffered.writeBytes(chunk);
+        StreamLabelCheck.Verdict verdict = labelCheck.feed(chunk);
+        if (verdict == StreamLabelCheck.Verdict.CONTRADICTS) {
+            sendAborts();
+            engineRelabelled(labelCheck.contradiction());
+            return;
+        }
+        if (verdict == StreamLabelCheck.Verdict.AGREES) {
+            labelCheck = null;
+        }
+        if (verdict == StreamLabelCheck.Verdict.NO_EVENT_YET && !last
+                && buffered.size() < StreamLabelCheck.MAX_EVENT_BYTES) {
+            return;
+        }
+        phase = Phase.RELAYING;
+        sendStreamHead();
+        byte[] held = buffered.toByteArray();
+        buffered = null;
+        if (held.length > 0) {
+            ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(held)));
+        }
+        if (last) {
+            endRelay();
+        } else {
+            ctx.flush();
+        }
+    }
+
+    /** The engine's stream ended: the end stamps follow its last byte. */
+    private void endRelay() {
         long end = releaseLease();
         if (versioned && eventStream && cx.config.streamEndComment()) {
             ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(ResponseStamper.streamEndComment(end))));
@@ -312,6 +386,11 @@ final class ProxyExchange implements UpstreamPool.Listener {
         long end = releaseLease();
         try {
             stamped = stamper.stampBody(upstreamHead.headers().get(HttpHeaderNames.CONTENT_TYPE), raw, end);
+        } catch (ResponseStamper.LabelMismatch e) {
+            releaseUpstream();
+            phase = Phase.FORWARDING;
+            engineRelabelled(e.getMessage());
+            return;
         } catch (IOException e) {
             releaseUpstream();
             phase = Phase.FORWARDING;
@@ -323,6 +402,48 @@ final class ProxyExchange implements UpstreamPool.Listener {
         FullHttpResponse out = ProxyMessages.bufferedResponse(upstreamHead, stamped, stamper, end);
         releaseUpstream();
         finish(out);
+    }
+
+    /**
+     * The engine's own label contradicts the stamp before anything went out: the engine restarted or was
+     * reloaded behind the sidecar's back, so the request gets 503 and the sync worker probes at once.
+     */
+    private void engineRelabelled(String why) {
+        LOG.debug("/{}: {}; answering 503", route.name(), why); // the sync worker logs the probe it starts
+        suspectEngine(why);
+        reject(HttpResponseStatus.SERVICE_UNAVAILABLE, "EngineUnavailable", ProxyErrors.engineUnavailable(), true);
+    }
+
+    /**
+     * The same after the stream's head went out: the stream ends with an error event in place of the
+     * end stamp, or is cut where its framing leaves no room for one.
+     */
+    private void contradictedMidStream(String why) {
+        LOG.debug("/{}: {}; ending the stream with an error event", route.name(), why);
+        sendAborts();
+        discardUpstream();
+        suspectEngine(why);
+        cx.stats.rejection("EngineUnavailable");
+        if (sizedRelay) {
+            abortClientStream(503);
+            return;
+        }
+        ctx.write(new DefaultHttpContent(Unpooled.wrappedBuffer(
+                ResponseStamper.streamErrorEvent(ProxyErrors.engineUnavailable()))));
+        if (!chunkedRelay) {
+            ctx.flush();
+            abortClientStream(503); // close-delimited (HTTP/1.0): the close ends the body
+            return;
+        }
+        complete(new DefaultLastHttpContent(), 503);
+    }
+
+    private void suspectEngine(String why) {
+        try {
+            cx.endpoints.engineSuspect(why);
+        } catch (RuntimeException e) {
+            LOG.warn("engine probe request failed: {}", e.toString());
+        }
     }
 
     @Override
@@ -351,7 +472,8 @@ final class ProxyExchange implements UpstreamPool.Listener {
     }
 
     private void timedOut() {
-        if (phase != Phase.FORWARDING && phase != Phase.BUFFERING && phase != Phase.RELAYING) {
+        if (phase != Phase.FORWARDING && phase != Phase.BUFFERING && phase != Phase.HOLDING
+                && phase != Phase.RELAYING) {
             return;
         }
         sendAborts();

@@ -27,6 +27,12 @@ public interface SidecarEndpoints {
     /** Called by the data plane for every 409 NotReady, with the target version as the wake hint. */
     void notReady(long targetVersion);
 
+    /**
+     * Called by the data plane when the engine labels a response with weights the sidecar did not commit
+     * for the admitted version (sidecar-http.md 4.5): the engine is probed at once. Must not block.
+     */
+    void engineSuspect(String detail);
+
     /** A complete response of a sidecar-owned route. */
     record EndpointResponse(int status, String contentType, byte[] body) {
         public static EndpointResponse json(int status, byte[] body) {

@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
 /** Conformance cases 21–34, 38–39 (routing) and 67 of board-and-sidecar.md 9, over loopback. */
 class ProxyServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String GEN_OK = "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"default\",\"finish_reason\":{\"type\":\"length\"}}}";
+    private static final String GEN_OK = "{\"text\":\"ok\",\"meta_info\":{\"finish_reason\":{\"type\":\"length\"}}}";
 
     private StubEngine engine;
     private AdmissionGate gate;
@@ -242,7 +242,7 @@ class ProxyServerTest {
     void generateResponsesStampedPreservingLexemes() throws Exception {
         engine.script = (ctx, req) -> {
             var resp = StubEngine.json(201, "{\"text\":\"ok\\u00e9\",\"logprob\":-0.0001,\"x\":1e-05,"
-                    + "\"meta_info\":{\"weight_version\":\"default\",\"finish_reason\":{\"type\":\"length\"}}}");
+                    + "\"meta_info\":{\"weight_version\":\"3\",\"finish_reason\":{\"type\":\"length\"}}}");
             resp.headers().set("x-engine", "sglang");
             ctx.writeAndFlush(resp);
         };

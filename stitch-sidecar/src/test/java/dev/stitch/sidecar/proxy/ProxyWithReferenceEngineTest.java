@@ -28,6 +28,7 @@ class ProxyWithReferenceEngineTest {
     private ReferenceEngine engine;
     private AdmissionGate gate;
     private ProxyServer proxy;
+    private RecordingEndpoints endpoints;
 
     @BeforeEach
     void start() throws Exception {
@@ -35,8 +36,16 @@ class ProxyWithReferenceEngineTest {
         Files.copy(FIXTURES.resolve("disk-v2/base/model.safetensors"), model.resolve("model.safetensors"));
         engine = new ReferenceEngine(ReferenceEngine.Config.local(model).withTokenLatency(Duration.ofMillis(20))).start();
         gate = new AdmissionGate("run-a", 2);
+        endpoints = new RecordingEndpoints();
         proxy = new ProxyServer(ProxyServer.Config.defaults(URI.create(engine.url())).withListen("127.0.0.1", 0)
-                .withIoThreads(1), gate, new RecordingEndpoints()).start();
+                .withIoThreads(1), gate, endpoints).start();
+        relabelEngine("2"); // what the sidecar's commit of version 2 leaves the engine labelled
+    }
+
+    private void relabelEngine(String label) throws Exception {
+        RawHttp.Response r = RawHttp.postJson(engine.port(), "/update_weight_version",
+                "{\"new_version\":\"" + label + "\"}");
+        assertEquals(200, r.status(), r.text());
     }
 
     @AfterEach
@@ -77,6 +86,35 @@ class ProxyWithReferenceEngineTest {
         ProxyServerTest.waitFor(() -> gate.activeRequests() == 0);
         ProxyServerTest.waitFor(() -> !engine.calls("abort_request").isEmpty());
         assertEquals("{\"rid\":\"s1\"}", engine.calls("abort_request").getFirst().body());
+    }
+
+    @Test
+    void anEngineThatNoLongerCarriesTheCommittedLabelGets503NeverAFalseStamp() throws Exception {
+        relabelEngine("default"); // as after a restart from its base checkpoint
+        RawHttp.Response r = RawHttp.postJson(proxy.port(), "/generate",
+                "{\"text\":\"hi\",\"sampling_params\":{\"max_new_tokens\":2}}");
+        assertEquals(503, r.status(), r.text());
+        assertEquals("EngineUnavailable", JSON.readTree(r.body()).path("error").path("type").asText());
+        assertEquals("1", r.header("retry-after"));
+        assertEquals(null, r.header("x-stitch-weight-version-start"));
+        assertEquals(1, endpoints.suspicions.size());
+        assertTrue(endpoints.suspicions.getFirst().contains("weight_version default"), endpoints.suspicions.toString());
+
+        // a stream's head waits for its first event, so it too is answered 503 before anything went out
+        RawHttp.Response s = RawHttp.postJson(proxy.port(), "/generate",
+                "{\"text\":\"hi\",\"stream\":true,\"rid\":\"s2\",\"sampling_params\":{\"max_new_tokens\":10000}}");
+        assertEquals(503, s.status(), s.text());
+        assertEquals(null, s.header("x-stitch-weight-version-start"));
+        ProxyServerTest.waitFor(() -> engine.activeRequests() == 0);
+        ProxyServerTest.waitFor(() -> gate.activeRequests() == 0);
+        assertEquals(2, endpoints.suspicions.size());
+
+        // OpenAI responses carry the label in metadata
+        RawHttp.Response c = RawHttp.postJson(proxy.port(), "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":2}");
+        assertEquals(503, c.status(), c.text());
+        relabelEngine("2");
+        assertEquals(200, RawHttp.postJson(proxy.port(), "/v1/completions", "{\"prompt\":\"hi\",\"max_tokens\":2}")
+                .status());
     }
 
     @Test

@@ -8,6 +8,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 final class RecordingEndpoints implements SidecarEndpoints {
     final List<Long> hints = new CopyOnWriteArrayList<>();
     final List<String> called = new CopyOnWriteArrayList<>();
+    final List<String> suspicions = new CopyOnWriteArrayList<>();
 
     private static EndpointResponse ok(String body) {
         return EndpointResponse.json(200, body.getBytes(StandardCharsets.UTF_8));
@@ -53,5 +54,10 @@ final class RecordingEndpoints implements SidecarEndpoints {
     @Override
     public void notReady(long targetVersion) {
         hints.add(targetVersion);
+    }
+
+    @Override
+    public void engineSuspect(String detail) {
+        suspicions.add(detail);
     }
 }

@@ -26,8 +26,11 @@ class ResponseStamperTest {
     void generateGetsMetaInfoStampsAndTheEnginesLabelIsOverwritten() throws IOException {
         assertEquals("{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"2\",\"finish_reason\":{\"type\":\"length\"},"
                         + "\"weight_version_start\":2,\"weight_version_end\":2}}",
-                stamp("generate", 2, 2, "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"default\","
+                stamp("generate", 2, 2, "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"2\","
                         + "\"finish_reason\":{\"type\":\"length\"}}}"));
+        // an in_place commit landed while the request ran: the engine's label is the newer one
+        assertEquals("{\"meta_info\":{\"weight_version\":\"2\",\"weight_version_start\":2,\"weight_version_end\":3}}",
+                stamp("generate", 2, 3, "{\"meta_info\":{\"weight_version\":\"3\"}}"));
         assertEquals("{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"3\",\"weight_version_start\":3,"
                 + "\"weight_version_end\":5}}", stamp("generate", 3, 5, "{\"text\":\"ok\"}"));
         assertEquals("{\"meta_info\":{\"weight_version\":\"0\",\"weight_version_start\":0,\"weight_version_end\":1}}",
@@ -92,11 +95,80 @@ class ResponseStamperTest {
             logprobs.append(i == 0 ? "" : ", ").append("[-").append(i).append(".0E-3,").append(i).append(",null]");
         }
         logprobs.append(']');
-        String meta = "{\"id\":\"x\",\"output_token_logprobs\":" + logprobs + ",\"weight_version\":\"engine\"}";
+        String meta = "{\"id\":\"x\",\"output_token_logprobs\":" + logprobs + ",\"weight_version\":\"13\"}";
         String body = "{\"text\":\"" + text + "\",\"meta_info\":" + meta + "}";
         String expected = "{\"text\":\"" + text + "\",\"meta_info\":{\"id\":\"x\",\"output_token_logprobs\":" + logprobs
                 + ",\"weight_version\":\"12\",\"weight_version_start\":12,\"weight_version_end\":13}}";
         assertEquals(expected, stamp("generate", 12, 13, body));
+    }
+
+    @Test
+    void anEngineLabelThatNamesNoVersionServedDuringTheRequestIsAFalseStamp() {
+        for (String[] c : new String[][] {
+            {"generate", "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"default\"}}"}, // restarted from the base
+            {"generate", "{\"meta_info\":{\"weight_version\":\"4\",\"id\":\"r\"}}"},            // older weights
+            {"generate", "{\"meta_info\":{\"weight_version\":\"7\"}}"},                           // newer than end
+            {"generate", "{\"meta_info\":{\"weight_version\":8}}"},                                 // a number is a label too
+            {"v1/chat/completions", "{\"id\":\"c\",\"metadata\":{\"weight_version\":\"default\"}}"},
+            {"v1/completions", "{\"meta_info\":{\"weight_version\":\"1\"}}"},
+            {"generate", "[{\"meta_info\":{\"weight_version\":\"5\"}},{\"meta_info\":{\"weight_version\":\"default\"}}]"},
+        }) {
+            ResponseStamper.LabelMismatch e = assertThrows(ResponseStamper.LabelMismatch.class,
+                    () -> stamp(c[0], 5, 6, c[1]), c[1]);
+            assertTrue(e.getMessage().contains("admitted it at version 5..6"), e.getMessage());
+        }
+    }
+
+    @Test
+    void labelsThatAgreeOrAreAbsentAreStamped() throws IOException {
+        assertEquals("{\"metadata\":{\"weight_version\":\"6\"},\"weight_version_start\":5,\"weight_version_end\":6}",
+                stamp("v1/chat/completions", 5, 6, "{\"metadata\":{\"weight_version\":\"6\"}}"));
+        String batch = "[{\"meta_info\":{\"weight_version\":\"5\"}},{\"meta_info\":{}},{\"meta_info\":\"m\"}]";
+        assertEquals(batch, stamp("generate", 5, 5, batch));
+        // the base goes by a fresh engine's boot label
+        assertEquals("{\"meta_info\":{\"weight_version\":\"0\",\"weight_version_start\":0,\"weight_version_end\":0}}",
+                stamp("generate", 0, 0, "{\"meta_info\":{\"weight_version\":\"default\"}}"));
+        ResponseStamper s = new ResponseStamper("generate", 3, null);
+        assertTrue(s.labelAgrees("3", null));
+        assertTrue(s.labelAgrees("9", null), "a stream's end is not known yet");
+        assertFalse(s.labelAgrees("2", null));
+        assertFalse(s.labelAgrees("default", null));
+        assertFalse(s.labelAgrees("3.0", 3L));
+    }
+
+    @Test
+    void aStreamIsCheckedAtItsFirstLabelledEventWhateverTheChunkBoundaries() {
+        String stream = ": keep-alive\r\n\r\nevent: token\r\ndata: {\"text\":\"a\"}\r\n\r\n"
+                + "data: {\"text\":\"ab\",\r\ndata: \"meta_info\":{\"weight_version\":\"LABEL\"}}\n\n"
+                + "data: [DONE]\n\n";
+        byte[] agreeing = stream.replace("LABEL", "4").getBytes(StandardCharsets.UTF_8);
+        byte[] contradicting = stream.replace("LABEL", "default").getBytes(StandardCharsets.UTF_8);
+        int labelledEventEnd = stream.replace("LABEL", "4").indexOf("}}\n\n") + 4;
+        for (int cut = 1; cut < agreeing.length; cut++) {
+            StreamLabelCheck ok = new StreamLabelCheck(new ResponseStamper("generate", 4, null));
+            StreamLabelCheck.Verdict first = ok.feed(java.util.Arrays.copyOfRange(agreeing, 0, cut));
+            assertEquals(StreamLabelCheck.Verdict.AGREES, ok.feed(java.util.Arrays.copyOfRange(agreeing, cut,
+                    agreeing.length)), "cut " + cut);
+            StreamLabelCheck bad = new StreamLabelCheck(new ResponseStamper("generate", 4, null));
+            bad.feed(java.util.Arrays.copyOfRange(contradicting, 0, cut));
+            assertEquals(StreamLabelCheck.Verdict.CONTRADICTS, bad.feed(java.util.Arrays.copyOfRange(contradicting,
+                    cut, contradicting.length)), "cut " + cut);
+            assertTrue(bad.contradiction().contains("weight_version default"), bad.contradiction());
+            if (cut < stream.indexOf("data: {\"text\":\"a\"}")) {
+                assertEquals(StreamLabelCheck.Verdict.NO_EVENT_YET, first, "comments alone are no event");
+            } else if (cut < labelledEventEnd - 1) {
+                assertTrue(first != StreamLabelCheck.Verdict.AGREES, "cut " + cut);
+            }
+        }
+        StreamLabelCheck openAi = new StreamLabelCheck(new ResponseStamper("v1/chat/completions", 4, null));
+        assertEquals(StreamLabelCheck.Verdict.UNLABELLED, openAi.feed(("data: {\"choices\":[{\"delta\":"
+                + "{\"content\":\"weight_version\"}}]}\n\ndata: [DONE]\n\n").getBytes(StandardCharsets.UTF_8)));
+    }
+
+    @Test
+    void aStreamErrorEventIsOneDataLineAndABlankLine() {
+        assertEquals("data: {\"error\":1}\n\n", new String(ResponseStamper.streamErrorEvent(
+                "{\"error\":1}".getBytes(StandardCharsets.UTF_8)), StandardCharsets.UTF_8));
     }
 
     @Test

@@ -46,7 +46,7 @@ final class StubEngine implements AutoCloseable {
     private final EventLoopGroup group = EventLoops.group(1, "stub-engine");
     private final Channel server;
     volatile BiConsumer<ChannelHandlerContext, FullHttpRequest> script = (ctx, req) ->
-            ctx.writeAndFlush(json(200, "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"default\",\"finish_reason\":{\"type\":\"length\"}}}"));
+            ctx.writeAndFlush(json(200, "{\"text\":\"ok\",\"meta_info\":{\"finish_reason\":{\"type\":\"length\"}}}"));
 
     StubEngine() throws InterruptedException {
         server = new ServerBootstrap().group(group).channel(EventLoops.serverChannel())
