@@ -15,7 +15,7 @@ import java.util.Map;
 
 /**
  * Rows of one benchmark run: printed as an aligned table and written as
- * {@code {"benchmark": name, "results": [row, ...]}} (board-and-sidecar.md 10.3). Rows are flat;
+ * {@code {"benchmark": name, "results": [row, ...]}} (docs/protocol/cli-and-config.md §10.3). Rows are flat;
  * numbers stay JSON numbers.
  */
 public final class BenchResults {

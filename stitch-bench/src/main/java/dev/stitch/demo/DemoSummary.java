@@ -17,7 +17,7 @@ import java.util.Map;
 /**
  * What one demo run proved: the published versions with their sizes and timings, the rollout
  * traffic by served version, and the two correctness verdicts (no mislabeled response, equal final
- * digests). Printed as a table and written as the {@code --json} object of board-and-sidecar.md 10.3.
+ * digests). Printed as a table and written as the {@code --json} object of docs/protocol/cli-and-config.md §10.3.
  */
 record DemoSummary(String mode, String backend, String commitMode, String pattern, double density,
                    long modelBytes, long fullBytes, List<VersionRecord> versions,

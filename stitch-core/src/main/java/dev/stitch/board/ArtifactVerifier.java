@@ -19,7 +19,7 @@ import java.util.Locale;
 import java.util.function.Function;
 import java.util.function.Predicate;
 
-/** The reader-side artifact check of board-and-sidecar.md 1.3 and 1.6: no links, presence, size, digest. */
+/** The reader-side artifact check of docs/protocol/board.md §1.3 and 1.6: no links, presence, size, digest. */
 final class ArtifactVerifier {
     private static final long HASH_CHUNK = 1L << 30;
 

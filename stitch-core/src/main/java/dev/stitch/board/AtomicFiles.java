@@ -18,7 +18,7 @@ import java.util.Objects;
 import java.util.Set;
 
 /**
- * Crash-safe file replacement (board-and-sidecar.md 2.1): write a uniquely named temporary in the
+ * Crash-safe file replacement (docs/protocol/board.md §2.1): write a uniquely named temporary in the
  * target's directory ({@code .<name>.<16 hex>.tmp}, never ending in {@code .safetensors}), fsync it,
  * rename it onto the target, fsync the directory. A reader sees the old file or the complete new
  * one, never a torn one; on failure the temporary is removed.

@@ -2,7 +2,7 @@ package dev.stitch.board;
 
 import java.util.Locale;
 
-/** How a board directory is organised (board-and-sidecar.md 1 and 3). */
+/** How a board directory is organised (docs/protocol/board.md §1 and 3). */
 public enum BoardLayout {
     /** Ours: {@code latest.json} and {@code versions/weight_vNNNNNN/manifest.json}; read-write. */
     STITCH,

@@ -4,7 +4,7 @@ import dev.stitch.protocol.ProtocolException;
 
 /**
  * A board entry a reader needs (pointer, version directory, manifest) is a symbolic link or is reached
- * through one; readers follow no link inside the board (board-and-sidecar.md 1.6), so the entry reads as
+ * through one; readers follow no link inside the board (docs/protocol/board.md §1.6), so the entry reads as
  * corrupt rather than as whatever the link points at.
  */
 public final class BoardLinkException extends ProtocolException {

@@ -20,7 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The board writer lock {@code <root>/.stitch.lock} (board-and-sidecar.md 2.1): created
+ * The board writer lock {@code <root>/.stitch.lock} (docs/protocol/board.md §2.1): created
  * exclusively, held for the pointer critical section only, broken when stale or when its owner is a
  * dead process on this host.
  */

@@ -5,7 +5,7 @@ import java.time.InstantSource;
 import java.util.Objects;
 
 /**
- * Tunables of a board (board-and-sidecar.md 2.1, 2.3, 2.5); {@link #defaults()} holds the spec's values.
+ * Tunables of a board (docs/protocol/board.md §2.1, 2.3, 2.5); {@link #defaults()} holds the spec's values.
  *
  * @param lockStale     a lock older than this may be broken ({@code lock_stale_s}, 120 s)
  * @param lockTimeout   how long to retry taking the lock before {@link BoardLockedException} ({@code lock_timeout_s}, 30 s)

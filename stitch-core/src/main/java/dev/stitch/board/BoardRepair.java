@@ -16,7 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Unwedges a board whose latest version cannot be read or verified (board-and-sidecar.md 1.6): while
+ * Unwedges a board whose latest version cannot be read or verified (docs/protocol/board.md §1.6): while
  * {@code latest.json} carries the {@code manifest_checksum} of a missing or corrupt manifest, every pointer
  * read fails, publishers included. The repair moves the broken version directory aside (as
  * {@code versions/.weight_vNNNNNN.<hex>.broken}, collected later by gc) and rewrites the pointer at the

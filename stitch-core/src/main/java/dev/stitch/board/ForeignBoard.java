@@ -20,7 +20,7 @@ import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /**
- * Read-only access to upstream's foreign layouts (board-and-sidecar.md 3): the slime layout
+ * Read-only access to upstream's foreign layouts (docs/protocol/board.md §3): the slime layout
  * ({@code <root>/latest}, {@code <root>/<run>/weight_vN/}) and the HEAD run directory
  * ({@code <run-root>/latest}, {@code <run-root>/updates/weight_vN/}); manifests are lifted from each
  * version's {@code model.safetensors.index.json}.

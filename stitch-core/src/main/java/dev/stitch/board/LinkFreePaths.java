@@ -9,7 +9,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * Checks that an entry below a board root is reached without following a symbolic link
- * (board-and-sidecar.md 1.6). The root itself may be a link (a mount alias); everything below it is
+ * (docs/protocol/board.md §1.6). The root itself may be a link (a mount alias); everything below it is
  * inspected with {@link LinkOption#NOFOLLOW_LINKS}, so nothing a reader opens resolves outside the
  * root's real path.
  */

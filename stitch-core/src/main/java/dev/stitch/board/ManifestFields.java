@@ -8,7 +8,7 @@ import java.util.Objects;
  * What the publisher says about a version; the board adds version, base, run, artifacts,
  * {@code transition_files} (the transition artifacts in the order they were added) and {@code created_at}.
  *
- * @param backend           artifact family (board-and-sidecar.md 1.4), e.g. {@code stitch_delta}
+ * @param backend           artifact family (docs/protocol/board.md §1.4), e.g. {@code stitch_delta}
  * @param loadFormat        {@code delta}, {@code auto} or {@code noop}
  * @param deltaEncoding     encoding name, or null
  * @param compressionFormat {@code zstd}, or null

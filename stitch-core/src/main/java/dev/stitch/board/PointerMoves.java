@@ -4,7 +4,7 @@ import java.util.Objects;
 import java.util.regex.Pattern;
 
 /**
- * The compare-and-advance rule of the pointer (board-and-sidecar.md 2.2), and upstream's looser rule
+ * The compare-and-advance rule of the pointer (docs/protocol/board.md §2.2), and upstream's looser rule
  * for the text pointers of foreign layouts (section 3). Pure functions: a refused move throws and
  * changes nothing.
  */

@@ -16,7 +16,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * One version being published (board-and-sidecar.md 2.3 steps 2-5): artifacts are written into a
+ * One version being published (docs/protocol/board.md §2.3 steps 2-5): artifacts are written into a
  * private staging directory, then {@link #commit} writes the manifest and moves the directory into
  * place under the board lock, advancing the pointer. Until the commit nothing is visible to readers;
  * {@link #close()} without a commit removes the staging directory.

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * One file of a version (board-and-sidecar.md 1.3). Size and checksum are optional on read (upstream
+ * One file of a version (docs/protocol/board.md §1.3). Size and checksum are optional on read (upstream
  * writers omit them) and always set by our writer.
  *
  * @param kind      the wire kind ({@code transition}, {@code transition_meta}, {@code full}, or an unknown one)

@@ -1,6 +1,6 @@
 package dev.stitch.protocol;
 
-/** The artifact kinds this implementation writes and understands (board-and-sidecar.md 1.3). */
+/** The artifact kinds this implementation writes and understands (docs/protocol/board.md §1.3). */
 public enum ArtifactKind {
     /** A delta payload; listed in {@code transition_files}. */
     TRANSITION("transition"),

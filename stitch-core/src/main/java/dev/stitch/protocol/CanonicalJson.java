@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The canonical JSON of {@code manifest.json} and {@code latest.json} (board-and-sidecar.md 1.5),
+ * The canonical JSON of {@code manifest.json} and {@code latest.json} (docs/protocol/board.md §1.5),
  * byte-identical to Python's {@code json.dumps(obj, sort_keys=True) + "\n"}: one line, keys sorted by
  * code point, separators {@code ", "} and {@code ": "}, non-ASCII escaped as {@code \\u} and four lowercase hex digits,
  * floats as Python's {@code repr}.

@@ -11,7 +11,7 @@ import java.util.OptionalLong;
 
 /**
  * The SGLang {@code extra_key} that scopes the prefix cache to one weight version
- * (board-and-sidecar.md 4.3): {@code "wv" + version + ";" + (run + "/" if any) + user key}.
+ * (docs/protocol/sidecar-http.md §4.3): {@code "wv" + version + ";" + (run + "/" if any) + user key}.
  */
 public final class ExtraKey {
     private static final String PREFIX = "wv";

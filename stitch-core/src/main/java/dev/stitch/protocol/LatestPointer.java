@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.Objects;
 
 /**
- * The board pointer {@code latest.json} (board-and-sidecar.md 1.1): the pair {@code (run, version)}
+ * The board pointer {@code latest.json} (docs/protocol/board.md §1.1): the pair {@code (run, version)}
  * plus the publish time and, for {@code version > 0}, the digest of that version's manifest bytes.
  *
  * @param runId            the run, or null for a run-less board

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A version's {@code manifest.json} (board-and-sidecar.md 1.2). Construction normalises the two file
+ * A version's {@code manifest.json} (docs/protocol/board.md §1.2). Construction normalises the two file
  * lists the way upstream does: empty {@code transition_files} are rebuilt from the {@code transition}
  * artifacts, and empty {@code artifacts} are synthesised from {@code transition_files}.
  *

@@ -3,7 +3,7 @@ package dev.stitch.protocol;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Bodies of the sidecar's own error responses (board-and-sidecar.md 4.7), as compact UTF-8 JSON with
+ * Bodies of the sidecar's own error responses (docs/protocol/sidecar-http.md §4.7), as compact UTF-8 JSON with
  * the key order fixed by the spec, so both upstream client generations parse them.
  */
 public final class ProxyErrors {

@@ -8,7 +8,7 @@ import java.util.TreeSet;
 
 /**
  * Lifts a foreign-layout version's {@code model.safetensors.index.json} to a manifest
- * (board-and-sidecar.md 3): a slime disk_delta index (it has {@code metadata.delta_encoding}) becomes
+ * (docs/protocol/board.md §3): a slime disk_delta index (it has {@code metadata.delta_encoding}) becomes
  * a {@code disk_delta} transition, anything else a {@code full} checkpoint.
  */
 public final class SlimeIndex {

@@ -3,7 +3,7 @@ package dev.stitch.protocol;
 import java.util.OptionalLong;
 
 /**
- * The plain-text {@code latest} pointer of the foreign layouts (board-and-sidecar.md 3):
+ * The plain-text {@code latest} pointer of the foreign layouts (docs/protocol/board.md §3):
  * {@code <run_id>/weight_vNNNNNN}, {@code weight_vNNNNNN}, or legacy bare digits.
  *
  * @param runId   everything before the last {@code /}, or null

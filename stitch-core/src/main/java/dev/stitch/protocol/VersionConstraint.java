@@ -5,7 +5,7 @@ import java.util.Map;
 import java.util.OptionalLong;
 
 /**
- * The {@code weight_version} constraint of a request (board-and-sidecar.md 4.2): an exact pin, a
+ * The {@code weight_version} constraint of a request (docs/protocol/sidecar-http.md §4.2): an exact pin, a
  * minimum, or nothing. An exact pin wins over the minimum, which is validated but then ignored.
  *
  * @param exact the exact version asked for, if any

@@ -4,7 +4,7 @@ import java.util.OptionalLong;
 
 /**
  * The name of a version on a board: {@code weight_v} plus the version in decimal, zero-padded to at
- * least six digits (board-and-sidecar.md 1).
+ * least six digits (docs/protocol/board.md §1).
  */
 public final class WeightIdentity {
     /** Prefix of every version identity. */

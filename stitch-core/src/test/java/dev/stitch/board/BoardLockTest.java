@@ -22,7 +22,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Conformance 16: stale and dead-owner locks are broken exactly once, live locks never. */
+/** docs/conformance.md case 16: stale and dead-owner locks are broken exactly once, live locks never. */
 class BoardLockTest {
     @TempDir
     Path tmp;

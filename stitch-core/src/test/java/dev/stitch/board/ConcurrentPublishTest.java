@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Conformance 12: racing publishers of one version; exactly one wins, the board stays valid. */
+/** docs/conformance.md case 12: racing publishers of one version; exactly one wins, the board stays valid. */
 class ConcurrentPublishTest {
     @TempDir
     Path tmp;

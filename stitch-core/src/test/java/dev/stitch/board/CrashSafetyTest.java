@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Conformance 13: a publisher process killed with SIGKILL at random points never leaves the pointer
+ * docs/conformance.md case 13: a publisher process killed with SIGKILL at random points never leaves the pointer
  * on a version that fails verification, and never leaves anything that blocks the next publish.
  */
 class CrashSafetyTest {

@@ -16,7 +16,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Conformance 14: unique temp names, files and parent directories synced, observed through a spy. */
+/** docs/conformance.md case 14: unique temp names, files and parent directories synced, observed through a spy. */
 class DurabilityTest {
     private static final Pattern TEMP = Pattern.compile("\\.(.+)\\.([0-9a-f]{16})\\.tmp");
 

@@ -78,7 +78,7 @@ class FilesystemBulletinBoardTest {
         assertThrows(NoSuchFileException.class, () -> board.readManifest(4));
     }
 
-    /** Conformance 6 and 2 at the board level. */
+    /** docs/conformance.md case 6 and 2 at the board level. */
     @Test
     void pointerReadErrors() throws IOException {
         FilesystemBulletinBoard board = FilesystemBulletinBoard.open(tmp);
@@ -195,7 +195,7 @@ class FilesystemBulletinBoardTest {
         assertEquals(1, board.readLatest().version());
     }
 
-    /** Conformance 8. */
+    /** docs/conformance.md case 8. */
     @Test
     void verificationFailures() throws IOException {
         FilesystemBulletinBoard board = FilesystemBulletinBoard.create(tmp, null, BoardOptions.defaults());
@@ -252,7 +252,7 @@ class FilesystemBulletinBoardTest {
                 m.baseModel(), m.recovery(), m.metadata());
     }
 
-    /** Conformance 10 and 11. */
+    /** docs/conformance.md case 10 and 11. */
     @Test
     void pointerMoveRejectionsLeaveTheBoardUntouched() throws IOException {
         FilesystemBulletinBoard board = FilesystemBulletinBoard.create(tmp, "run-a", BoardOptions.defaults());
@@ -283,7 +283,7 @@ class FilesystemBulletinBoardTest {
         assertEquals("v3", Files.readString(tmp.resolve("archive/run-a/weight_v000003/delta-00000.stdelta")));
     }
 
-    /** Conformance 15. */
+    /** docs/conformance.md case 15. */
     @Test
     void claims() throws IOException {
         FilesystemBulletinBoard board = FilesystemBulletinBoard.create(tmp, null, BoardOptions.defaults());

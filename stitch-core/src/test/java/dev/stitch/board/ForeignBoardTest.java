@@ -18,7 +18,7 @@ import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Read-only foreign layouts (spec 3) built from the real slime disk_delta versions of the fixtures. */
+/** Read-only foreign layouts (docs/protocol/board.md §3) built from the real slime disk_delta versions of the fixtures. */
 class ForeignBoardTest {
     @TempDir
     Path tmp;

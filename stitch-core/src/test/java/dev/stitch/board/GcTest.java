@@ -17,7 +17,7 @@ import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Conformance 17 and the orphan handling of 2.3. */
+/** docs/conformance.md case 17 and the orphan handling of 2.3. */
 class GcTest {
     @TempDir
     Path tmp;

@@ -22,7 +22,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Reader hardening (board-and-sidecar.md 1.6): links out of the board, unknown artifact kinds, crash leftovers. */
+/** Reader hardening (docs/protocol/board.md §1.6): links out of the board, unknown artifact kinds, crash leftovers. */
 class HostileBoardTest {
     @TempDir
     Path tmp;

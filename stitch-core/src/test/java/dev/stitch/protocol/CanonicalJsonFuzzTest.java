@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * Fuzzes {@link CanonicalJson} on every document {@link ProtocolJson#parse} accepts
- * (board-and-sidecar.md 1.5): the output is ASCII, reads back as the same tree, and is a fixed point.
+ * (docs/protocol/board.md §1.5): the output is ASCII, reads back as the same tree, and is a fixed point.
  */
 class CanonicalJsonFuzzTest {
 

@@ -9,7 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.OptionalLong;
 
 /**
- * Fuzzes the {@code extra_key} reader and composer (board-and-sidecar.md 4.3): {@link ExtraKey#user}
+ * Fuzzes the {@code extra_key} reader and composer (docs/protocol/sidecar-http.md §4.3): {@link ExtraKey#user}
  * never throws, every composed key carries back the version it was composed with, and
  * {@link ExtraKey#parseVersion} accepts any string.
  */

@@ -20,7 +20,7 @@ class ExtraKeyTest {
         return assertInstanceOf(ExtraKey.UserKey.class, r).compose(version, run);
     }
 
-    /** Conformance 26. */
+    /** docs/conformance.md case 26. */
     @Test
     void composition() throws IOException {
         assertEquals("wv0;", compose(null, 0, null).textValue());

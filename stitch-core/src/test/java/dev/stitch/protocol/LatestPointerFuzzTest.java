@@ -7,7 +7,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 
 /**
  * Fuzzes {@link LatestPointer#parse}: hostile {@code latest.json} bytes give a {@link ProtocolException}
- * and nothing else, and whatever parses survives the canonical round trip (board-and-sidecar.md 1.1).
+ * and nothing else, and whatever parses survives the canonical round trip (docs/protocol/board.md §1.1).
  */
 class LatestPointerFuzzTest {
 

@@ -18,7 +18,7 @@ class LatestPointerTest {
         return LatestPointer.parse(s.getBytes(StandardCharsets.UTF_8), "latest.json");
     }
 
-    /** Conformance 1: the golden pointers. */
+    /** docs/conformance.md case 1: the golden pointers. */
     @Test
     void goldensRoundTrip() throws IOException {
         String golden = "{\"protocol_version\": 1, \"updated_at\": 1795267281.7295346, \"version\": 3}\n";
@@ -40,7 +40,7 @@ class LatestPointerTest {
         assertArrayEquals(fixture, f.toBytes());
     }
 
-    /** Conformance 2, 3 and 6 (model level). */
+    /** docs/conformance.md case 2, 3 and 6 (model level). */
     @Test
     void readRules() throws IOException {
         assertEquals(0, parse("{}").version());

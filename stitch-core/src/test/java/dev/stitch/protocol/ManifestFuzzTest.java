@@ -7,7 +7,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 
 /**
  * Fuzzes {@link Manifest#parse}: hostile bytes give a {@link ProtocolException} and nothing else, and
- * whatever parses survives the canonical round trip (board-and-sidecar.md 1.5).
+ * whatever parses survives the canonical round trip (docs/protocol/board.md §1.5).
  */
 class ManifestFuzzTest {
 

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 class ManifestTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** The golden manifests of spec 1.2, as one line each. */
+    /** The golden manifests of docs/protocol/board.md §1.2, as one line each. */
     static final String GOLDEN_1 = "{\"artifacts\": [{\"checksum\": \"sha256:deadbeef\", \"kind\": \"transition\", \"path\": \"model-00000-of-00001.safetensors\", \"size_bytes\": 8}], \"backend\": \"disk_delta\", \"base_model\": \"Qwen/Qwen3-4B\", \"base_version\": 0, \"checksum_format\": \"xxh3-128\", \"compression_format\": \"zstd\", \"created_at\": 1700000001.0, \"delta_encoding\": \"xor\", \"load_format\": \"auto\", \"metadata\": {\"trainer\": \"slime\", \"transport\": \"disk\"}, \"protocol_version\": 1, \"run_id\": \"run-1\", \"transition_files\": [\"model-00000-of-00001.safetensors\"], \"transition_weights\": [\"model.embed_tokens.weight\"], \"version\": 1}\n";
     static final String GOLDEN_2 = "{\"artifacts\": [{\"kind\": \"transition\", \"path\": \"model-00000-of-00001.safetensors\"}], \"backend\": \"disk_delta\", \"base_version\": 2, \"created_at\": 1700000003.0, \"load_format\": \"auto\", \"protocol_version\": 1, \"transition_files\": [\"model-00000-of-00001.safetensors\"], \"version\": 3}\n";
     static final String GOLDEN_3 = "{\"artifacts\": [], \"backend\": \"fake\", \"base_version\": 0, \"created_at\": 1700000001.5, \"load_format\": \"noop\", \"protocol_version\": 1, \"transition_files\": [], \"version\": 1}\n";
@@ -28,7 +28,7 @@ class ManifestTest {
         return Manifest.parse(s.getBytes(StandardCharsets.UTF_8), "test manifest");
     }
 
-    /** Conformance 1: the spec goldens parse to the expected values and re-serialize byte for byte. */
+    /** docs/conformance.md case 1: the spec goldens parse to the expected values and re-serialize byte for byte. */
     @Test
     void specGoldensRoundTrip() throws IOException {
         Manifest m1 = parse(GOLDEN_1);
@@ -56,7 +56,7 @@ class ManifestTest {
         assertFalse(m3.isAnchor());
     }
 
-    /** Conformance 1 on the fixture board: every manifest re-serializes to its exact bytes. */
+    /** docs/conformance.md case 1 on the fixture board: every manifest re-serializes to its exact bytes. */
     @Test
     void boardV1ManifestsRoundTrip() throws IOException {
         for (int v = 1; v <= 3; v++) {
@@ -69,7 +69,7 @@ class ManifestTest {
         }
     }
 
-    /** Conformance 2. */
+    /** docs/conformance.md case 2. */
     @Test
     void protocolVersion() throws IOException {
         assertThrows(ProtocolException.class, () -> parse("{\"protocol_version\": 2, \"version\": 1, \"base_version\": 0}"));
@@ -81,7 +81,7 @@ class ManifestTest {
         assertTrue(new String(m.toBytes(), StandardCharsets.UTF_8).contains("\"protocol_version\": 1"));
     }
 
-    /** Conformance 3. */
+    /** docs/conformance.md case 3. */
     @Test
     void lenientIntegers() throws IOException {
         Manifest m = parse("{\"version\": \"7\", \"base_version\": \" 6 \", \"artifacts\": [{\"kind\": \"transition\", \"path\": \"a\", \"size_bytes\": \"8\"}]}");
@@ -98,7 +98,7 @@ class ManifestTest {
         assertThrows(ProtocolException.class, () -> parse("{\"version\": 1}"));
     }
 
-    /** Conformance 4. */
+    /** docs/conformance.md case 4. */
     @Test
     void transitionFilesRebuiltFromTransitionArtifacts() throws IOException {
         Manifest m = parse("{\"version\": 2, \"base_version\": 1, \"transition_files\": [], \"artifacts\": ["
@@ -117,7 +117,7 @@ class ManifestTest {
         assertEquals("q", synthesized.artifacts().get(1).path());
     }
 
-    /** Conformance 5. */
+    /** docs/conformance.md case 5. */
     @Test
     void unknownKeysIgnoredRecoveryKept() throws IOException {
         String in = "{\"version\": 1, \"base_version\": 0, \"future\": {\"x\": 1}, \"recovery\": {\"b\": [1, 2.5, null], \"a\": \"z\"},"
@@ -134,7 +134,7 @@ class ManifestTest {
         assertEquals(m, parse(out));
     }
 
-    /** Conformance 9 (at parse time). */
+    /** docs/conformance.md case 9 (at parse time). */
     @Test
     void unsafeArtifactPathsRejected() {
         for (String bad : List.of("/abs", "../x", "a//b", "a\\\\b", "a/../b", "", "a/", "./a", "C:/x")) {

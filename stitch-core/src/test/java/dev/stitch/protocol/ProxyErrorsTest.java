@@ -32,7 +32,7 @@ class ProxyErrorsTest {
         return out;
     }
 
-    /** The 409 superset body of spec 4.7, key for key and in order (conformance 23). */
+    /** The 409 superset body of docs/protocol/sidecar-http.md §4.7, key for key and in order (docs/conformance.md case 23). */
     @Test
     void notReadyBodyMatchesSpecExample() throws IOException {
         byte[] body = ProxyErrors.versionConflict(Verdict.NOT_READY, 2, 5, 3);
@@ -92,7 +92,7 @@ class ProxyErrorsTest {
             assertEquals(expected.get("applied"), got.get("applied"));
             assertTrue(got.get("message").isTextual());
         }
-        // HEAD reports an exact pin below the served version as NotReady; we report TooOld (spec 4.2), same top-level keys.
+        // HEAD reports an exact pin below the served version as NotReady; we report TooOld (docs/protocol/sidecar-http.md §4.2), same top-level keys.
         JsonNode below = head.get("WeightVersionNotReady_exact_below").get("body");
         JsonNode got = JSON.readTree(ProxyErrors.versionConflict(Verdict.TOO_OLD, 3, 2, 3));
         assertEquals(keys(below), keys(got).subList(1, 5));

@@ -10,7 +10,7 @@ import java.util.OptionalLong;
 
 /**
  * Fuzzes {@link SlimeIndex#toManifest}, the lift of a foreign {@code model.safetensors.index.json}
- * (board-and-sidecar.md 3): only {@link ProtocolException} escapes, and the lifted manifest survives
+ * (docs/protocol/board.md §3): only {@link ProtocolException} escapes, and the lifted manifest survives
  * the canonical round trip of 1.5.
  */
 class SlimeIndexFuzzTest {

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class SlimeIndexTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** Conformance 19. */
+    /** docs/conformance.md case 19. */
     @Test
     void deltaIndexLifts() throws IOException {
         String index = "{\"metadata\": {\"version\": \"000007\", \"base_version\": \"000006\", \"delta_encoding\": \"xor\","

@@ -7,7 +7,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Fuzzes {@link TextPointer#parse}, the plain-text {@code latest} of the foreign layouts
- * (board-and-sidecar.md 3): only {@link ProtocolException} escapes, and a parsed pointer's text reads
+ * (docs/protocol/board.md §3): only {@link ProtocolException} escapes, and a parsed pointer's text reads
  * back as the same pointer.
  */
 class TextPointerFuzzTest {

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 class TextPointerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** Conformance 18. */
+    /** docs/conformance.md case 18. */
     @Test
     void grammar() throws ProtocolException {
         assertEquals(new TextPointer("run-a", 2), TextPointer.parse("run-a/weight_v000002"));
@@ -29,7 +29,7 @@ class TextPointerTest {
     }
 
     /**
-     * Every case of pointers.txt. We follow HEAD (spec 3): unparseable non-empty text is an error; the one
+     * Every case of pointers.txt. We follow HEAD (docs/protocol/board.md §3): unparseable non-empty text is an error; the one
      * place we differ from HEAD is the empty file, which both the spec and v1 read as (null, 0).
      */
     @Test

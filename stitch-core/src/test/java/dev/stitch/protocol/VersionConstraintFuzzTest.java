@@ -10,7 +10,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * Fuzzes {@link VersionConstraint#parse} on request bodies (board-and-sidecar.md 4.2): it answers
+ * Fuzzes {@link VersionConstraint#parse} on request bodies (docs/protocol/sidecar-http.md §4.2): it answers
  * Valid or Invalid and never throws, an Invalid carries a message, and a Valid constraint written
  * back as JSON parses to itself.
  */

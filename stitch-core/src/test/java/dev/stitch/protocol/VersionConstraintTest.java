@@ -49,7 +49,7 @@ class VersionConstraintTest {
         assertEquals(-1, VersionConstraint.NONE.target());
     }
 
-    /** Conformance 21. */
+    /** docs/conformance.md case 21. */
     @Test
     void evaluation() throws IOException {
         assertEquals(Verdict.SATISFIED, valid("{\"exact_version\":3}").evaluate(3));
@@ -67,7 +67,7 @@ class VersionConstraintTest {
         assertEquals(99, valid("{\"min_version\":99}").target());
     }
 
-    /** Conformance 22. */
+    /** docs/conformance.md case 22. */
     @Test
     void badValuesAre400() throws IOException {
         assertTrue(invalid("{\"exact_version\":\"abc\"}").contains("exact_version"));
@@ -108,7 +108,7 @@ class VersionConstraintTest {
     }
 
     /**
-     * Every policy case of requests.jsonl. Where our behaviour deliberately differs from upstream (spec 4.2:
+     * Every policy case of requests.jsonl. Where our behaviour deliberately differs from upstream (docs/protocol/sidecar-http.md §4.2:
      * 400 rather than upstream's 500 or silent coercion, both min spellings accepted) the expected outcome is
      * stated here per case; every other case must match upstream v1 (and HEAD's min_version spelling).
      */
@@ -119,7 +119,7 @@ class VersionConstraintTest {
         deviations.put("weight_version-not-object", "400"); // upstream: silently unconstrained
         deviations.put("exact-float", "400");               // upstream: 3.9 truncated to 3
         deviations.put("exact-bool", "400");                // upstream: true read as 1 (TooOld)
-        deviations.put("content-type-mixed-case", "exact=5"); // spec 4.1 parses the media type case-insensitively
+        deviations.put("content-type-mixed-case", "exact=5"); // docs/protocol/sidecar-http.md §4.1 parses the media type case-insensitively
         deviations.put("head-spelling-min_version", "min=99"); // v1 ignored min_version; HEAD reads it; we read both
         int checked = 0;
         List<String> seen = new ArrayList<>();

@@ -9,7 +9,7 @@ import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
 
 class WeightIdentityTest {
-    /** Conformance 7. */
+    /** docs/conformance.md case 7. */
     @Test
     void formatAndParse() {
         assertEquals("weight_v000007", WeightIdentity.format(7));

@@ -10,7 +10,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * Chooses the versions that bring a copy of the weights to a board version (board-and-sidecar.md 6.3
+ * Chooses the versions that bring a copy of the weights to a board version (docs/protocol/sync-and-engines.md §6.3
  * step 4, 10.1): the delta tail {@code current+1..target}, or the newest anchor and the shorter tail
  * after it when the copy cannot be replayed onto, the replay would be longer than the limit or larger
  * than the anchor, or a version of the tail is gone. Pure: it decides from what the caller read and

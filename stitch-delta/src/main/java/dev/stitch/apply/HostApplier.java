@@ -41,12 +41,12 @@ import java.util.stream.Stream;
 
 /**
  * Brings a local Hugging Face checkpoint directory from its recorded version to a target along a
- * chain of versions of any backend (delta-formats.md 2.10, 3.4, 3.5, 4, 5; board-and-sidecar.md 7.3).
+ * chain of versions of any backend (docs/formats/sparse-delta.md §2.10, docs/formats/disk-delta.md §3.4, 3.5, docs/formats/stitch-delta.md §4, docs/formats/anchors-and-fallback.md §5; docs/protocol/sync-and-engines.md §7.3).
  *
  * <p>For each version every file is verified (size and digest against the manifest), parsed and
  * decoded before the first byte of the local checkpoint is written. Tensors with an xxh3-128 digest
  * are then patched and hashed in one pass over memory-mapped shards, keeping what they overwrite
- * (delta-formats.md 3.4 step 5); if any digest differs, every one of them is put back, so a refused
+ * (docs/formats/disk-delta.md §3.4 step 5); if any digest differs, every one of them is put back, so a refused
  * version leaves the weight files byte-for-byte unchanged. Other digests are checked by a hashing
  * pass before writing. Tensors run in parallel, bracketed by the {@code applying} crash marker in
  * the state file. The exclusive lock {@code .weight_sync/lock} is held from {@link #open} to
@@ -86,7 +86,7 @@ public final class HostApplier implements AutoCloseable {
 
     /**
      * As {@link #open(Path)}, doing all decode, verify and write work on at most {@code threads}
-     * threads (1 measures the single-threaded figures of delta-formats.md 7.4).
+     * threads (1 measures the single-threaded figures of docs/performance-targets.md §7.4).
      */
     public static HostApplier open(Path local, int threads) throws IOException {
         if (threads < 1) {
@@ -385,7 +385,7 @@ public final class HostApplier implements AutoCloseable {
         Path source = Files.isDirectory(full) ? full : step.directory();
         String prefix = source.equals(full) ? FullCheckpointWriter.ANCHOR_DIR + "/" : "";
         // a full version may be the version directory itself (slime layout, or the reset a disk_delta
-        // publisher writes, delta-formats.md 3.5): the board's own manifest is no part of the checkpoint
+        // publisher writes, docs/formats/disk-delta.md §3.5): the board's own manifest is no part of the checkpoint
         List<String> names = listFiles(source).stream().filter(n -> !(prefix.isEmpty() && n.equals(Manifest.FILE_NAME)))
             .toList();
         List<String> used = new ArrayList<>();
@@ -491,7 +491,7 @@ public final class HostApplier implements AutoCloseable {
             }
             Path p = step.directory().resolve(rel);
             if (Files.isSymbolicLink(p)) {
-                // Readers follow no links inside the board (board-and-sidecar.md 1.6); the board checked listed files, not the unlisted index.
+                // Readers follow no links inside the board (docs/protocol/board.md §1.6); the board checked listed files, not the unlisted index.
                 throw new RefusedVersionException(step.version(), RefusedVersionException.Reason.MALFORMED, "file " + rel
                     + " is a symbolic link (readers follow no links inside the board)");
             }

@@ -13,7 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The local checkpoint's state file {@code <local>/.weight_sync/state.json} (board-and-sidecar.md 7.3):
+ * The local checkpoint's state file {@code <local>/.weight_sync/state.json} (docs/protocol/sync-and-engines.md §7.3):
  * the version the weight files hold, the run, the crash marker {@code applying}, the host boot id and
  * the base fingerprint. Keys this writer does not know are kept.
  *

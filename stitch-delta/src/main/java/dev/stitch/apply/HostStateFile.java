@@ -6,7 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The one writer of a local checkpoint's {@code .weight_sync/state.json} (board-and-sidecar.md 7.3):
+ * The one writer of a local checkpoint's {@code .weight_sync/state.json} (docs/protocol/sync-and-engines.md §7.3):
  * every replacement goes through {@link AtomicFiles} (temporary, fsync, rename, directory fsync), so
  * a crash leaves the old state or the new one, and the rename itself survives power loss.
  */

@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.zip.Adler32;
 
-/** zlib Adler-32 as a {@link Digest}, for the {@code adler32} checksum_format (delta-formats.md 0.4). */
+/** zlib Adler-32 as a {@link Digest}, for the {@code adler32} checksum_format (docs/formats/common.md §0.4). */
 final class Adler32Digest implements Digest {
 
     /** {@link Adler32#update(java.nio.ByteBuffer)} takes at most an int's worth of bytes per call. */

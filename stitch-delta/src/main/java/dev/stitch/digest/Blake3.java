@@ -8,7 +8,7 @@ import java.util.HexFormat;
 
 /**
  * BLAKE3 (unkeyed, 32-byte output), incremental, for the {@code blake3} checksum_format of slime v2
- * disk_delta files (delta-formats.md 0.4). Written from the BLAKE3 specification: 1 KiB chunks of
+ * disk_delta files (docs/formats/common.md §0.4). Written from the BLAKE3 specification: 1 KiB chunks of
  * 64-byte blocks, chaining values merged pairwise in a binary tree, 7-round compression.
  */
 final class Blake3 implements Digest {

@@ -6,7 +6,7 @@ import dev.stitch.kernels.Kernels;
 import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 
-/** Per-tensor digests of delta files (delta-formats.md 0.4), in their lowercase hex text form. */
+/** Per-tensor digests of delta files (docs/formats/common.md §0.4), in their lowercase hex text form. */
 public final class Digests {
 
     /** The default and our writers' digest. */

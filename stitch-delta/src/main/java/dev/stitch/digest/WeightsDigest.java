@@ -16,7 +16,7 @@ import java.util.Objects;
 
 /**
  * The digest of a whole set of weights that proves which weights served a request
- * (board-and-sidecar.md 7.4): {@code "xxh3-128:<hex>"} over the concatenation, in ascending byte
+ * (docs/protocol/sync-and-engines.md §7.4): {@code "xxh3-128:<hex>"} over the concatenation, in ascending byte
  * order of the UTF-8 tensor names, of each tensor's 16-byte xxh3-128 digest (canonical big-endian)
  * of its raw bytes. The trainer, the reference engine and the demo compute the same function.
  */

@@ -18,7 +18,7 @@ import java.util.Set;
 import java.util.function.LongConsumer;
 
 /**
- * Diffs new weights against the {@link Snapshot} of the last published ones (delta-formats.md 1):
+ * Diffs new weights against the {@link Snapshot} of the last published ones (docs/formats/common.md §1):
  * element bit patterns are compared as unsigned integers of the storage width, so {@code -0.0} vs
  * {@code +0.0} and NaN payloads are exact; unchanged tensors are omitted; a different (name, dtype,
  * shape) set yields a layout change instead of a delta.
@@ -27,12 +27,12 @@ import java.util.function.LongConsumer;
  * {@code threads} workers; each chunk gathers into its worker's spill memory and is then copied
  * into its place, so the output is identical for every thread count and chunk size. The diff never
  * touches the snapshot: {@link #advance} applies a version to it once the version is durably
- * published, so a failed publish leaves the base intact (delta-formats.md 1.7).
+ * published, so a failed publish leaves the base intact (docs/formats/common.md §1.7).
  *
  * <p>For stitch_delta the diff can hand over {@linkplain TensorChange.EscapedPlanes escaped planes}
  * instead of positions and values: each chunk turns its gathered changes into gap units and byte
  * planes while they are still in cache, and only those planes are copied into place, so the writer
- * compresses them as they are (delta-formats.md 4.2).
+ * compresses them as they are (docs/formats/stitch-delta.md §4.2).
  */
 public final class DeltaEncoder implements AutoCloseable {
 

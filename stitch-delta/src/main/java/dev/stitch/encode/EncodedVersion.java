@@ -8,7 +8,7 @@ import java.util.List;
  * @param changes         changed tensors in ascending byte order of names (empty when nothing
  *                        changed, or when the layout changed)
  * @param layoutChanged   the (name, dtype, shape) set differs from the snapshot's: no delta is
- *                        possible and the version must be full-only (delta-formats.md 1.6)
+ *                        possible and the version must be full-only (docs/formats/common.md §1.6)
  * @param valueMode       what {@link TensorChange#values()} carries
  * @param tensors         number of tensors in the new weights
  * @param totalElements   elements of the new weights

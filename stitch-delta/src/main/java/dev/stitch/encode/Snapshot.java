@@ -21,7 +21,7 @@ import java.util.function.LongConsumer;
 /**
  * The publisher's copy of the last durably published weights, in off-heap memory from a
  * {@link BufferAllocator} (pinned when the publisher asks for it and the memory-lock limit allows):
- * the base every new version is diffed against (delta-formats.md 1.2 and 1.7). It changes only through
+ * the base every new version is diffed against (docs/formats/common.md §1.2 and 1.7). It changes only through
  * {@link DeltaEncoder#advance} after a version is published, or {@link #reseed} after a full-only
  * version. Tensors are kept in ascending byte order of their names.
  */
@@ -182,7 +182,7 @@ public final class Snapshot implements AutoCloseable {
         return true;
     }
 
-    /** Weights digest of the snapshot (board-and-sidecar.md 7.4). */
+    /** Weights digest of the snapshot (docs/protocol/sync-and-engines.md §7.4). */
     public String weightsDigest() {
         return WeightsDigest.of(segments());
     }

@@ -16,20 +16,20 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * One artifact family of a version, the manifest's {@code backend} (board-and-sidecar.md 1.4): its
+ * One artifact family of a version, the manifest's {@code backend} (docs/protocol/board.md §1.4): its
  * id, its writer, its reader into tensor patches, its manifest fields and what happens to a version
  * it cannot express. The four instances below are the only ones, and {@link #byId} and
  * {@link #parse} are the only places their names are matched.
  */
 public abstract class DeltaFormat {
 
-    /** This project's compact format, applied host-side (delta-formats.md 4). */
+    /** This project's compact format, applied host-side (docs/formats/stitch-delta.md §4). */
     public static final DeltaFormat STITCH_DELTA = new StitchDeltaBackend();
-    /** slime v1 files, applied by a patched SGLang (engine mode) or host-side (delta-formats.md 2). */
+    /** slime v1 files, applied by a patched SGLang (engine mode) or host-side (docs/formats/sparse-delta.md §2). */
     public static final DeltaFormat SPARSE_DELTA = new SparseDeltaBackend();
-    /** slime v2 per-tensor xor/overwrite files, applied host-side (delta-formats.md 3). */
+    /** slime v2 per-tensor xor/overwrite files, applied host-side (docs/formats/disk-delta.md §3). */
     public static final DeltaFormat DISK_DELTA = new DiskDeltaBackend();
-    /** A full-only version: a complete checkpoint and no transition (delta-formats.md 5). */
+    /** A full-only version: a complete checkpoint and no transition (docs/formats/anchors-and-fallback.md §5). */
     public static final DeltaFormat FULL = new FullBackend();
 
     private static final List<DeltaFormat> ALL = List.of(STITCH_DELTA, SPARSE_DELTA, DISK_DELTA, FULL);
@@ -77,7 +77,7 @@ public abstract class DeltaFormat {
         return true;
     }
 
-    /** How a version this format cannot express is published instead (delta-formats.md 6). */
+    /** How a version this format cannot express is published instead (docs/formats/anchors-and-fallback.md §6). */
     public abstract FullFallback fullFallback();
 
     /** What the diff hands this format's writer: stitch_delta follows its value mode, the others read new bits. */

@@ -17,7 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** {@link DeltaFormat#DISK_DELTA}: slime v2 per-tensor xor or overwrite files (delta-formats.md 3). */
+/** {@link DeltaFormat#DISK_DELTA}: slime v2 per-tensor xor or overwrite files (docs/formats/disk-delta.md §3). */
 final class DiskDeltaBackend extends DeltaFormat {
 
     DiskDeltaBackend() {

@@ -7,7 +7,7 @@ import dev.stitch.format.sparse.SparseEncoding;
 import java.util.Objects;
 
 /**
- * The settings the format writers take, one field per knob (delta-formats.md 2, 3, 4): each
+ * The settings the format writers take, one field per knob (docs/formats/sparse-delta.md §2, docs/formats/disk-delta.md §3, docs/formats/stitch-delta.md §4): each
  * {@link DeltaFormat} reads only its own.
  *
  * @param stitchValues   stitch_delta value mode

@@ -7,7 +7,7 @@ import dev.stitch.encode.TensorData;
 import dev.stitch.safetensors.Checkpoint;
 import java.util.Collection;
 
-/** {@link DeltaFormat#FULL}: a full-only version, a complete HF checkpoint and no transition (delta-formats.md 5). */
+/** {@link DeltaFormat#FULL}: a full-only version, a complete HF checkpoint and no transition (docs/formats/anchors-and-fallback.md §5). */
 final class FullBackend extends DeltaFormat {
 
     FullBackend() {

@@ -1,7 +1,7 @@
 package dev.stitch.format;
 
 /**
- * A writer cannot express this version in its format (delta-formats.md 2.8 and 6): the publisher
+ * A writer cannot express this version in its format (docs/formats/sparse-delta.md §2.8, docs/formats/anchors-and-fallback.md §6): the publisher
  * falls back to the next backend. Nothing was written.
  */
 public class PreconditionFailedException extends RuntimeException {

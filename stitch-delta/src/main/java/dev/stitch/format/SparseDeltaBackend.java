@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** {@link DeltaFormat#SPARSE_DELTA}: slime v1 files (delta-formats.md 2). */
+/** {@link DeltaFormat#SPARSE_DELTA}: slime v1 files (docs/formats/sparse-delta.md §2). */
 final class SparseDeltaBackend extends DeltaFormat {
 
     SparseDeltaBackend() {

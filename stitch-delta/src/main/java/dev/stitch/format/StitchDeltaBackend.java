@@ -16,7 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** {@link DeltaFormat#STITCH_DELTA}: this project's format (delta-formats.md 4, docs/formats/stitch-delta.md). */
+/** {@link DeltaFormat#STITCH_DELTA}: this project's format (docs/formats/stitch-delta.md §4, docs/formats/stitch-delta.md). */
 final class StitchDeltaBackend extends DeltaFormat {
 
     StitchDeltaBackend() {

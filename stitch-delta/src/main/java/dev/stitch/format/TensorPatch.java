@@ -43,7 +43,7 @@ public final class TensorPatch {
         SCATTER_ESCAPED_XOR
     }
 
-    /** Bytes decoded per block of a streamed frame (delta-formats.md 3.4: blocks of at most 2 MiB). */
+    /** Bytes decoded per block of a streamed frame (docs/formats/disk-delta.md §3.4: blocks of at most 2 MiB). */
     public static final int STREAM_BLOCK = 2 << 20;
 
     private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -401,7 +401,7 @@ public final class TensorPatch {
 
     /**
      * Writes the patch into {@code tensor} and hashes the result in the same pass, each block while it
-     * is in cache (delta-formats.md 3.4 step 5 allows writing first when the overwritten bytes are
+     * is in cache (docs/formats/disk-delta.md §3.4 step 5 allows writing first when the overwritten bytes are
      * kept and restored on failure). Only for {@link #checkedWhileWriting()} patches. If the payload
      * turns out malformed part way, the written part is undone before the exception leaves.
      *

@@ -8,7 +8,7 @@ import java.util.Map;
  *
  * @param byName         the patches of each tensor, by name in ascending order, in file order
  * @param unknownTensors names the files patch that the local checkpoint does not hold (sparse_delta
- *                       skips them, delta-formats.md 2.10)
+ *                       skips them, docs/formats/sparse-delta.md §2.10)
  */
 public record VersionPatches(Map<String, List<TensorPatch>> byName, List<String> unknownTensors) {
 

@@ -13,7 +13,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * zstd as every format uses it (delta-formats.md 0.3): one frame per stream, level 1, content size
+ * zstd as every format uses it (docs/formats/common.md §0.3): one frame per stream, level 1, content size
  * present, no checksum; readers accept exactly one frame and check its declared size against a bound
  * before allocating.
  */

@@ -4,7 +4,7 @@ import java.io.IOException;
 
 /**
  * A version had to be published in full, and the publisher's formats have readers that cannot take
- * a full version (upstream sparse_delta consumers, delta-formats.md 2.8): nothing was published.
+ * a full version (upstream sparse_delta consumers, docs/formats/sparse-delta.md §2.8): nothing was published.
  * {@link WeightPublisher.Builder#allowFullFallback(boolean)} publishes such versions anyway.
  */
 public final class FullFallbackRefusedException extends IOException {
@@ -15,7 +15,7 @@ public final class FullFallbackRefusedException extends IOException {
     FullFallbackRefusedException(long version, String format, String cause) {
         super("version " + version + " must be published in full (" + cause + "), and upstream " + format
                 + " consumers cannot load a full version: they would mark it applied without loading anything"
-                + " (delta-formats.md 2.8). Nothing was published; to publish it in full anyway, set"
+                + " (docs/formats/sparse-delta.md §2.8). Nothing was published; to publish it in full anyway, set"
                 + " allowFullFallback(true) on the WeightPublisher builder (stitch publish --allow-full-fallback)");
         this.version = version;
         this.cause = cause;

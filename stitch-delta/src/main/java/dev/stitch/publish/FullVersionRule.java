@@ -15,7 +15,7 @@ import java.util.Map;
 import java.util.TreeSet;
 
 /**
- * What a publisher does with a version none of its delta formats can express (delta-formats.md 6):
+ * What a publisher does with a version none of its delta formats can express (docs/formats/anchors-and-fallback.md §6):
  * refuse it when a configured format's readers cannot take a full version (2.8) unless told to,
  * else write it where those readers look for one (3.5, 5).
  */
@@ -61,7 +61,7 @@ final class FullVersionRule {
         if (fullOnly && layout() == FullFallback.VERSION_DIRECTORY) {
             return FullCheckpointWriter.defaults().alwaysIndexed().write(all, dir, "");
         }
-        // anchors of delta versions stay under full/: the disk_delta index name would collide (board-and-sidecar.md 1.4)
+        // anchors of delta versions stay under full/: the disk_delta index name would collide (docs/protocol/board.md §1.4)
         return FullCheckpointWriter.defaults().write(all, dir, FullCheckpointWriter.ANCHOR_DIR);
     }
 

@@ -21,7 +21,7 @@ package dev.stitch.publish;
  * @param fullBytes        bytes of {@code full} artifacts (anchor checkpoint)
  * @param files            artifact files written
  * @param timings          per-stage wall times
- * @param weightsDigest    digest of the published weights (board-and-sidecar.md 7.4), or null when not computed
+ * @param weightsDigest    digest of the published weights (docs/protocol/sync-and-engines.md §7.4), or null when not computed
  */
 public record PublishResult(long version, String runId, String backend, String encoding, String valueMode,
                             String fallbackReason, boolean anchor, int tensors, int changedTensors,

@@ -11,7 +11,7 @@ import java.util.Map;
  *
  * @param board               the board versions are published to
  * @param runId               the run, or null for a run-less board
- * @param formats             the backend list, in fallback order (delta-formats.md 6)
+ * @param formats             the backend list, in fallback order (docs/formats/anchors-and-fallback.md §6)
  * @param formatOptions       the format writers' settings
  * @param anchorInterval      every n-th version also carries a full checkpoint; 0 = never
  * @param keepLast            board gc after each publish keeps this many versions; 0 = no gc

@@ -33,8 +33,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Stages one version on the board: diff against the snapshot, the first format of the list that can
- * express it writes the transition (delta-formats.md 6), a full checkpoint where the version must be
- * full or is an anchor, the manifest fields, and the board's commit (board-and-sidecar.md 2.3). The
+ * express it writes the transition (docs/formats/anchors-and-fallback.md §6), a full checkpoint where the version must be
+ * full or is an anchor, the manifest fields, and the board's commit (docs/protocol/board.md §2.3). The
  * snapshot is only read; on any failure the publication is aborted and nothing is visible.
  */
 final class VersionStager implements AutoCloseable {

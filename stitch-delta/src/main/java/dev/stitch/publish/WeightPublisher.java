@@ -45,12 +45,12 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  *
- * <p>Per version: the new weights are diffed against the snapshot (delta-formats.md 1); the first
+ * <p>Per version: the new weights are diffed against the snapshot (docs/formats/common.md §1); the first
  * backend of the list whose preconditions hold writes the transition (6), falling back down the list,
  * and a changed tensor set forces a full-only version (5), written where the listed formats' readers
  * look for one, or refused when they cannot load it ({@link Builder#allowFullFallback}); every
  * {@code anchorInterval}-th version also carries a full checkpoint; artifacts, manifest and pointer are
- * published through the board's transaction (board-and-sidecar.md 2.3).
+ * published through the board's transaction (docs/protocol/board.md §2.3).
  * Only then does the snapshot advance, so after any failure the next publish diffs against the last
  * durable version. Retention runs the board's gc afterwards.
  *
@@ -122,7 +122,7 @@ public final class WeightPublisher implements AutoCloseable {
         }
     }
 
-    /** Weights digest (board-and-sidecar.md 7.4) of the snapshot: the last durably published weights. */
+    /** Weights digest (docs/protocol/sync-and-engines.md §7.4) of the snapshot: the last durably published weights. */
     public String snapshotDigest() {
         synchronized (publishLock) {
             checkOpen();
@@ -325,7 +325,7 @@ public final class WeightPublisher implements AutoCloseable {
             return this;
         }
 
-        /** Ordered backend list with fallback (delta-formats.md 6); default {@code [stitch_delta, full]}. */
+        /** Ordered backend list with fallback (docs/formats/anchors-and-fallback.md §6); default {@code [stitch_delta, full]}. */
         public Builder backends(DeltaFormat... list) {
             return backends(List.of(list));
         }
@@ -422,7 +422,7 @@ public final class WeightPublisher implements AutoCloseable {
         /**
          * Whether a version that must be published in full (a changed tensor set, or a change no listed
          * delta format can carry) may be, when a listed format's readers cannot take full versions:
-         * upstream sparse_delta consumers mark one applied without loading it (delta-formats.md 2.8).
+         * upstream sparse_delta consumers mark one applied without loading it (docs/formats/sparse-delta.md §2.8).
          * Default false: such a publish fails with {@link FullFallbackRefusedException} and publishes nothing.
          */
         public Builder allowFullFallback(boolean allow) {
@@ -464,8 +464,7 @@ public final class WeightPublisher implements AutoCloseable {
         }
 
         /**
-         * Seeds the snapshot, byte for byte, from the HF checkpoint the engines serve (delta-formats.md
-         * 1.2): a directory with {@code model.safetensors} or a sharded index.
+         * Seeds the snapshot, byte for byte, from the HF checkpoint the engines serve (docs/formats/common.md §1.2): a directory with {@code model.safetensors} or a sharded index.
          */
         public Builder seedFrom(Path checkpointDir) {
             this.seedCheckpoint = Objects.requireNonNull(checkpointDir, "checkpointDir");

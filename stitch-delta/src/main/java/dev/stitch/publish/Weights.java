@@ -84,7 +84,7 @@ public final class Weights implements AutoCloseable {
         return n;
     }
 
-    /** The weights digest (board-and-sidecar.md 7.4) the reference engine reports for these weights. */
+    /** The weights digest (docs/protocol/sync-and-engines.md §7.4) the reference engine reports for these weights. */
     public String digest() {
         return WeightsDigest.of(segments());
     }

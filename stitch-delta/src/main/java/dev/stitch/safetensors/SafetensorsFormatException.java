@@ -1,6 +1,6 @@
 package dev.stitch.safetensors;
 
-/** A safetensors container that breaks the format rules (delta-formats.md 0.2); nothing was read from it. */
+/** A safetensors container that breaks the format rules (docs/formats/common.md §0.2); nothing was read from it. */
 public final class SafetensorsFormatException extends IllegalArgumentException {
 
     public SafetensorsFormatException(String message) {

@@ -20,7 +20,7 @@ import java.util.Set;
 
 /**
  * A parsed and validated safetensors header: the {@code __metadata__} map (member order kept) and
- * the tensors in data order. Validation follows delta-formats.md 0.2: bounded header length,
+ * the tensors in data order. Validation follows docs/formats/common.md §0.2: bounded header length,
  * well-formed JSON, known dtypes, unique names, {@code end - begin == numel * width} and offsets
  * that tile the data section exactly.
  *

@@ -18,7 +18,7 @@ import java.util.Set;
 import java.util.function.Function;
 
 /**
- * Writes safetensors containers the way the reference writer lays them out (delta-formats.md 0.2):
+ * Writes safetensors containers the way the reference writer lays them out (docs/formats/common.md §0.2):
  * {@code __metadata__} first, tensors ordered by dtype rank then name, header padded with spaces so
  * that {@code 8 + N} is a multiple of 8. Writing streams the header and then each tensor's bytes
  * straight from its segment, with no intermediate copy of the whole file.

@@ -30,7 +30,7 @@ class WeightsDigestTest {
         Map<String, MemorySegment> tensors = new LinkedHashMap<>();
         tensors.put("model.norm.weight", bytes("abc"));
         tensors.put("lm_head.weight", bytes(""));
-        // Spec test vectors (delta-formats.md 0.4) give the per-tensor digests.
+        // Spec test vectors (docs/formats/common.md §0.4) give the per-tensor digests.
         Hash128 abc = Hash128.parseHex("06b05ab6733a618578af5f94892f3950");
         Hash128 empty = Hash128.parseHex("99aa06d3014798d86001c324468d497f");
         try (Arena arena = Arena.ofConfined()) {

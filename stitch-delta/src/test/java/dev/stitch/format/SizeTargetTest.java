@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The size target of delta-formats.md 4.3 on a scaled-down version of the 7.1 workload (bf16 N(0, 0.02),
+ * The size target of docs/formats/stitch-delta.md §4.3 on a scaled-down version of the 7.1 workload (bf16 N(0, 0.02),
  * 3% uniform changes of ±1..4 units in the last place): stitch_delta must be at most 0.55× (xor) and
  * 0.85× (overwrite) the bytes of the same version as our sparse_delta deltas_zstd.
  */

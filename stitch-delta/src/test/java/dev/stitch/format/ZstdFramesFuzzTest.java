@@ -9,7 +9,7 @@ import dev.stitch.testing.HeapAllocation;
 import java.util.Arrays;
 
 /**
- * Fuzzes the zstd frame reader (delta-formats.md 0.3): only {@link DeltaFormatException} escapes,
+ * Fuzzes the zstd frame reader (docs/formats/common.md §0.3): only {@link DeltaFormatException} escapes,
  * heap use follows what the frame's bytes can hold and never its declared size, the
  * one-shot and in-place decoders agree, and decoded bytes survive a compress/decompress round trip.
  */

@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Versions that must be full on the interop formats (delta-formats.md 2.8, 3.5, 6): disk_delta writes
+ * Versions that must be full on the interop formats (docs/formats/sparse-delta.md §2.8, docs/formats/disk-delta.md §3.5, docs/formats/anchors-and-fallback.md §6): disk_delta writes
  * them as the version directory slime v2 receivers take as a reset; sparse_delta refuses them unless
  * the publisher allows it, since upstream v1 consumers would mark them applied without loading them.
  */
@@ -49,7 +49,7 @@ class FullFallbackInteropTest {
     @TempDir
     Path tmp;
 
-    /** The three layout changes of delta-formats.md 1.6, each applied to a model. */
+    /** The three layout changes of docs/formats/common.md §1.6, each applied to a model. */
     private static Map<String, UnaryOperator<List<TensorData>>> layoutChanges() {
         return Map.of(
                 "reshaped", w -> {

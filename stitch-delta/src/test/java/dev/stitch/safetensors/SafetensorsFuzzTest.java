@@ -16,7 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Fuzzes the safetensors header reader (delta-formats.md 0.2) over bytes in memory and over a file:
+ * Fuzzes the safetensors header reader (docs/formats/common.md §0.2) over bytes in memory and over a file:
  * only {@link SafetensorsFormatException} escapes, both paths agree, heap use follows the input's
  * length, the tensors tile the data section, and the header written back by
  * {@link SafetensorsWriter#layout} reads as the same tensors and metadata.

@@ -13,7 +13,7 @@ import java.lang.foreign.MemorySegment;
  * large tensors into chunks and run chunks on their own threads (results never depend on chunking).
  *
  * <p>Position streams hold element indices as unsigned integers of {@code positionWidth} bytes
- * (4 or 8). Gap streams follow delta-formats.md 2.4 ({@code g[0] = idx[0]},
+ * (4 or 8). Gap streams follow docs/formats/sparse-delta.md §2.4 ({@code g[0] = idx[0]},
  * {@code g[k] = idx[k] - idx[k-1] - 1}).
  */
 public interface DeltaKernels {
@@ -188,7 +188,7 @@ public interface DeltaKernels {
 
     /**
      * Reads every byte of {@code data} once, as fast as this implementation can stream memory (the
-     * {@code B_r} of delta-formats.md 7.2), and returns a value that depends on all of them.
+     * {@code B_r} of docs/performance-targets.md §7.2), and returns a value that depends on all of them.
      */
     long streamRead(MemorySegment data);
 

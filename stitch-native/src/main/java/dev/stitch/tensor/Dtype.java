@@ -24,7 +24,7 @@ public enum Dtype {
     U64("U64", "uint64", 8, false),
     F64("F64", "float64", 8, true);
 
-    /** Writer data order (delta-formats.md 0.2): wide dtypes first, so every tensor stays aligned. */
+    /** Writer data order (docs/formats/common.md §0.2): wide dtypes first, so every tensor stays aligned. */
     private static final Dtype[] WRITE_ORDER = {
         U64, I64, F64, F32, U32, I32, BF16, F16, U16, I16, F8_E8M0, F8_E4M3, F8_E5M2, I8, U8, BOOL
     };

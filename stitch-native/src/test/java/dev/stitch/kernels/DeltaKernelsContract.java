@@ -384,7 +384,7 @@ public abstract class DeltaKernelsContract {
     @Test
     void escapedGapsEdgeCases() {
         DeltaKernels k = kernels();
-        // Gaps 65534, 65535, 65536, 131070 (delta-formats.md 4.2) and a first index past 2^32.
+        // Gaps 65534, 65535, 65536, 131070 (docs/formats/stitch-delta.md §4.2) and a first index past 2^32.
         long[] pos = new long[] {65534, 65534 + 65535 + 1, 65534 + 65535 + 1 + 65536 + 1};
         pos = Arrays.copyOf(pos, 4);
         pos[3] = pos[2] + 131070 + 1;

@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code stitch apply}: brings a local HF checkpoint to a board version host-side
- * (board-and-sidecar.md 10.1): plans from the local state file (delta path, or the anchor path when
+ * (docs/protocol/cli-and-config.md §10.1): plans from the local state file (delta path, or the anchor path when
  * the local copy is older than the newest anchor or replay costs more), verifies every manifest and
  * used artifact before touching the checkpoint, then applies version by version with the host applier.
  */
@@ -40,7 +40,7 @@ import picocli.CommandLine.Option;
                 + "leaves the weight files byte-for-byte unchanged and exits non-zero.")
 public final class ApplyCommand implements StitchSubcommand, Runnable {
 
-    /** Replay at most this many versions before preferring an anchor (board-and-sidecar.md 6.3). */
+    /** Replay at most this many versions before preferring an anchor (docs/protocol/sync-and-engines.md §6.3). */
     static final int MAX_REPLAY_VERSIONS = 8;
 
     @Option(names = "--board", required = true, paramLabel = "DIR", description = "Board root directory.")

@@ -30,7 +30,7 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Model.CommandSpec;
 
-/** {@code stitch board}: create, inspect, verify, repair and garbage-collect a bulletin board (spec 10.1). */
+/** {@code stitch board}: create, inspect, verify, repair and garbage-collect a bulletin board (docs/protocol/cli-and-config.md §10.1). */
 @Command(name = "board",
         mixinStandardHelpOptions = true,
         description = "Create, inspect, verify, repair and garbage-collect a bulletin board (the shared directory of "

@@ -29,7 +29,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code stitch publish}: publishes a full HF checkpoint as the next version of a board, as a delta
- * against the checkpoint the board's latest version holds (board-and-sidecar.md 10.1). The zero-code
+ * against the checkpoint the board's latest version holds (docs/protocol/cli-and-config.md §10.1). The zero-code
  * path for trainers that only write full checkpoints.
  */
 @Command(name = "publish",

@@ -15,7 +15,7 @@ import java.util.stream.Stream;
 
 /**
  * The versions whose directories exist on a board, from one listing of the directory that holds them.
- * Readers derive paths from numbers and never list (board-and-sidecar.md 1), but an operator tool may:
+ * Readers derive paths from numbers and never list (docs/protocol/board.md §1), but an operator tool may:
  * it makes {@code board show} and {@code board verify} cost what is on disk, not what the pointer claims.
  */
 final class VersionDirectoryListing {

@@ -2,7 +2,7 @@ package dev.stitch.engine;
 
 import dev.stitch.sync.EngineAdapter;
 
-/** Entry point of the SGLang adapters (board-and-sidecar.md 7.2 and 7.3). */
+/** Entry point of the SGLang adapters (docs/protocol/sync-and-engines.md §7.2 and 7.3). */
 public final class SglangAdapters {
 
     private SglangAdapters() {

@@ -12,7 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /**
- * Blocking JSON calls to SGLang's control API (board-and-sidecar.md 7.4). Used only from the sync
+ * Blocking JSON calls to SGLang's control API (docs/protocol/sync-and-engines.md §7.4). Used only from the sync
  * worker, so blocking is fine; a failure is a non-2xx status or a JSON body with {@code "success": false}.
  */
 final class SglangClient {

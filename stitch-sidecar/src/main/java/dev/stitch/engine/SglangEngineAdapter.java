@@ -20,7 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * "engine" mode (board-and-sidecar.md 7.2): a patched SGLang with slime's delta receiver reads the
+ * "engine" mode (docs/protocol/sync-and-engines.md §7.2): a patched SGLang with slime's delta receiver reads the
  * board itself; the sidecar sends one {@code update_weights_from_disk} per version, in order.
  */
 final class SglangEngineAdapter extends SglangAdapter {

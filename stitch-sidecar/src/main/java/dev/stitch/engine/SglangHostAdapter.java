@@ -36,7 +36,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * "host" mode (board-and-sidecar.md 7.3): stock SGLang reloads a local checkpoint that the sidecar
+ * "host" mode (docs/protocol/sync-and-engines.md §7.3): stock SGLang reloads a local checkpoint that the sidecar
  * keeps current with the host applier. Staging applies the whole path to the local copy while the
  * engine keeps serving from memory; the commit is one reload of that directory.
  */

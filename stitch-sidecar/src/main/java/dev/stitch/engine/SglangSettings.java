@@ -5,7 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 
 /**
- * How the sidecar talks to one SGLang server (board-and-sidecar.md 7 and 8).
+ * How the sidecar talks to one SGLang server (docs/protocol/sync-and-engines.md §7, docs/protocol/cli-and-config.md §8).
  *
  * @param upstream                 the engine's base URL
  * @param boardRoot                the board root as the sidecar sees it

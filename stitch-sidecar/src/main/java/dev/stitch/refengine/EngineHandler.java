@@ -31,7 +31,7 @@ import java.util.UUID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** HTTP routes of the reference engine (board-and-sidecar.md 7.4), one instance per connection. */
+/** HTTP routes of the reference engine (docs/protocol/sync-and-engines.md §7.4), one instance per connection. */
 final class EngineHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private static final Logger LOG = LoggerFactory.getLogger(EngineHandler.class);
     static final String DELTA_WITHOUT_FILES = "load_format='delta' requires non-empty ``files``";

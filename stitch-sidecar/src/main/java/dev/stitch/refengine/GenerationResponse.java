@@ -25,7 +25,7 @@ import java.util.function.Consumer;
 /**
  * The response to one generation request, fed by its generations on the connection's event loop.
  * A streaming response lets its generations make a token only while the channel is writable, so a
- * client that stops reading pauses them instead of piling events up in memory (board-and-sidecar.md 7.4).
+ * client that stops reading pauses them instead of piling events up in memory (docs/protocol/sync-and-engines.md §7.4).
  */
 final class GenerationResponse implements Generation.Sink {
     /** The route family, which decides the JSON shapes. */

@@ -37,7 +37,7 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * An SGLang-compatible inference server without a GPU (board-and-sidecar.md 7.4), for rehearsals,
+ * An SGLang-compatible inference server without a GPU (docs/protocol/sync-and-engines.md §7.4), for rehearsals,
  * tests, the demo and the proxy benchmark. It serves a safetensors checkpoint held in private memory;
  * its outputs are a deterministic function of the prompt and the {@code weights_digest} of the
  * weights it serves, so a test can prove which weights produced every response. Every request is

@@ -8,7 +8,7 @@ import java.util.List;
 
 /**
  * {@code load_format: "delta"}: applies slime v1 {@code sparse_delta} files to the live weights the
- * way slime's patched loader does (delta-formats.md 2.9): every value that is NaN after the cast is
+ * way slime's patched loader does (docs/formats/sparse-delta.md §2.9): every value that is NaN after the cast is
  * left alone, names the model does not hold are skipped.
  */
 final class SparseDeltaPatch {

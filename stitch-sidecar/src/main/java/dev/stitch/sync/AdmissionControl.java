@@ -5,7 +5,7 @@ import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The request path's view of the admission gate (board-and-sidecar.md 4.4, 6.4). Never blocks the
+ * The request path's view of the admission gate (docs/protocol/sidecar-http.md §4.4, docs/protocol/sync-and-engines.md §6.4). Never blocks the
  * caller: when the gate is closed for a request the future completes when it reopens.
  */
 public interface AdmissionControl {

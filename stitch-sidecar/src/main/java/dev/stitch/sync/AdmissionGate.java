@@ -15,7 +15,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
- * The admission gate of board-and-sidecar.md 6.4: one lock guards the served version, the run, the
+ * The admission gate of docs/protocol/sync-and-engines.md §6.4: one lock guards the served version, the run, the
  * count of admitted versioned requests, the exact pins in flight and whether the gate is closed.
  *
  * <p>The request path calls {@link #admit}, which never blocks: a request the gate is closed for is

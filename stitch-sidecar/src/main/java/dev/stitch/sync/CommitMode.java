@@ -1,6 +1,6 @@
 package dev.stitch.sync;
 
-/** How a commit shares the engine with live traffic (board-and-sidecar.md 6.4). */
+/** How a commit shares the engine with live traffic (docs/protocol/sync-and-engines.md §6.4). */
 public enum CommitMode {
     /** Close the gate for everything, drain, flush, reload: safe on any engine. */
     QUIESCE("quiesce"),

@@ -6,7 +6,7 @@ import java.util.OptionalLong;
 import java.util.Set;
 
 /**
- * What the sync worker needs from the inference engine (board-and-sidecar.md 7.1). Every call runs on
+ * What the sync worker needs from the inference engine (docs/protocol/sync-and-engines.md §7.1). Every call runs on
  * the worker thread, never on the request path; a failure is an exception whose message ends up in
  * {@code last_sync_error}. Calls that return a map report timings and details surfaced as
  * {@code stage_detail}/{@code commit_detail}.

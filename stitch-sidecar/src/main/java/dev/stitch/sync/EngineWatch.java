@@ -88,7 +88,7 @@ final class EngineWatch {
 
     /**
      * Startup: waits for the engine to answer {@code GET /health} with 200, then lets the adapter prepare
-     * it (board-and-sidecar.md 7.1).
+     * it (docs/protocol/sync-and-engines.md §7.1).
      */
     void prepare(double startTimeoutS) throws Exception {
         long deadline = System.nanoTime() + SyncWorker.secondsToNanos(startTimeoutS);

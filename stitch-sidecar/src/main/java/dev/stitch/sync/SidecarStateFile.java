@@ -12,7 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The sidecar's persisted state {@code <state dir>/sidecar_state.json} (board-and-sidecar.md 6.5): the
+ * The sidecar's persisted state {@code <state dir>/sidecar_state.json} (docs/protocol/sync-and-engines.md §6.5): the
  * run and version last flipped to, adopted at restart when the engine still reports that version.
  * Replaced through {@link AtomicFiles}, so a crash leaves the previous state or the new one. A worker
  * configured without a state directory persists nothing.

@@ -3,7 +3,7 @@ package dev.stitch.sync;
 import java.nio.file.Path;
 
 /**
- * Tunables of the sync worker (board-and-sidecar.md 8); durations in seconds as in the spec.
+ * Tunables of the sync worker (docs/protocol/cli-and-config.md §8); durations in seconds as in the spec.
  *
  * @param commitMode          quiesce or in_place
  * @param pollIntervalS       periodic board poll; 0 disables it

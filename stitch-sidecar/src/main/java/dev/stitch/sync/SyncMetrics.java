@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Counters and histograms of the sync worker (the sync half of board-and-sidecar.md 5's metric list),
+ * Counters and histograms of the sync worker (the sync half of docs/protocol/sidecar-http.md §5's metric list),
  * written in Prometheus text format 0.0.4 by {@link #appendPrometheus}. Thread-safe; updates never block.
  */
 public final class SyncMetrics {

@@ -11,7 +11,7 @@ import java.util.Set;
 
 /**
  * What one commit applies: from the served version to {@code target}, either by replaying deltas or
- * by loading an anchor and the deltas after it (board-and-sidecar.md 6.3).
+ * by loading an anchor and the deltas after it (docs/protocol/sync-and-engines.md §6.3).
  *
  * @param kind             delta, anchor, noop or reset
  * @param runId            the run the target belongs to

@@ -15,7 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The sync worker of board-and-sidecar.md 6: one thread that waits for wakes, polls, retries and
+ * The sync worker of docs/protocol/sync-and-engines.md §6: one thread that waits for wakes, polls, retries and
  * probes, watches the board pointer, and runs passes that hand each new version to the
  * {@link VersionCommitter} (plan, verify, stage, commit through the {@link AdmissionGate}).
  *

@@ -19,7 +19,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The sync worker's path from a board pointer to a flipped version (board-and-sidecar.md 6.3 steps 4-6,
+ * The sync worker's path from a board pointer to a flipped version (docs/protocol/sync-and-engines.md §6.3 steps 4-6,
  * 6.4): plan the chain with the {@link ChainPlanner}, verify every artifact it uses (falling back to the
  * anchor when the delta tail fails), stage it outside the gate, then close the gate, drain, commit with
  * retries, flip and persist. Runs on the worker thread only; {@link #engineConsistent} and

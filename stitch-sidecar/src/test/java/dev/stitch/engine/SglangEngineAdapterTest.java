@@ -22,7 +22,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** Engine-mode request bodies (board-and-sidecar.md 7.2) against a scripted SGLang. */
+/** Engine-mode request bodies (docs/protocol/sync-and-engines.md §7.2) against a scripted SGLang. */
 class SglangEngineAdapterTest {
 
     private static final Path BOARD = Path.of("/data/board");

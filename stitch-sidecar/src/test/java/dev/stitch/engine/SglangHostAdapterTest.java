@@ -23,7 +23,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Host-mode local checkpoint handling and request bodies (board-and-sidecar.md 7.3). */
+/** Host-mode local checkpoint handling and request bodies (docs/protocol/sync-and-engines.md §7.3). */
 class SglangHostAdapterTest {
 
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -32,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The reference engine against clients that stop reading, abort, or vanish mid-stream, and against
- * requests for endless generations (board-and-sidecar.md 7.4).
+ * requests for endless generations (docs/protocol/sync-and-engines.md §7.4).
  */
 class ReferenceEngineHostileClientTest {
     private static final ObjectMapper JSON = new ObjectMapper();

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The reference engine's SGLang surface (board-and-sidecar.md 7.4) over loopback. */
+/** The reference engine's SGLang surface (docs/protocol/sync-and-engines.md §7.4) over loopback. */
 class ReferenceEngineTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Path FIXTURES = Fixtures.root();

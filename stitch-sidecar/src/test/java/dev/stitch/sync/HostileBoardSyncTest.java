@@ -19,7 +19,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The sync worker on a board with a version linked out of it (board-and-sidecar.md 1.6): refused, never wedged. */
+/** The sync worker on a board with a version linked out of it (docs/protocol/board.md §1.6): refused, never wedged. */
 class HostileBoardSyncTest {
 
     @TempDir

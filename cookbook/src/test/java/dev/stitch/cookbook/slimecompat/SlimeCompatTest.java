@@ -27,7 +27,7 @@ class SlimeCompatTest {
             assertEquals("sparse_delta", m.backend());
             assertEquals("delta", m.loadFormat());
             assertTrue(!m.transitionFiles().isEmpty());
-            // Exactly one delta load per version, naming that version's files (spec 7.2).
+            // Exactly one delta load per version, naming that version's files (docs/protocol/sync-and-engines.md §7.2).
             List<JsonNode> loads = new ArrayList<>();
             for (String call : o.engineCalls()) {
                 JsonNode body = json.readTree(call.substring(call.indexOf('{')));

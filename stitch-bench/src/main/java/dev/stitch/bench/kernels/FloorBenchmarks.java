@@ -22,7 +22,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * The memory-traffic floor's two bandwidths (delta-formats.md 7.2), single-threaded, with the
+ * The memory-traffic floor's two bandwidths (docs/performance-targets.md §7.2), single-threaded, with the
  * project's own streaming kernels: {@code read} streams twice the model size (at least 2 GiB for
  * a 1 GiB model, well past the last-level cache), {@code fill} writes the model size.
  */

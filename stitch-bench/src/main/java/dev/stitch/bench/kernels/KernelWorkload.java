@@ -15,7 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.stream.IntStream;
 
 /**
- * The benchmark workload of delta-formats.md 7.1, scaled to any size: the 19 LLaMA-shaped bf16
+ * The benchmark workload of docs/performance-targets.md §7.1, scaled to any size: the 19 LLaMA-shaped bf16
  * tensors (sizes scaled in proportion), old values N(0, 0.02) rounded to bf16, changes i.i.d.
  * Bernoulli(p) of +-k ulps on the bit pattern. Generation is deterministic (seed 42) and split
  * into fixed blocks, each with its own generator, so it can run on several threads.

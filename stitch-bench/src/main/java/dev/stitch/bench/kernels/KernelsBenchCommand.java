@@ -27,12 +27,12 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code stitch bench kernels}: the encode and apply kernels against the memory-traffic floor
- * measured in the same run (delta-formats.md 7.2-7.5), through JMH's Runner API.
+ * measured in the same run (docs/performance-targets.md §7.2-7.5), through JMH's Runner API.
  */
 @Command(name = "kernels",
         description = {
             "Fused encode (diff + gather + snapshot update) and apply (escaped-gap scatter) kernels on",
-            "the bf16 workload of delta-formats.md 7.1, native and Java, 1 and 2 threads, each as a",
+            "the bf16 workload of docs/performance-targets.md §7.1, native and Java, 1 and 2 threads, each as a",
             "fraction of the memory-traffic floor (streaming read/fill) measured in the same run."
         },
         mixinStandardHelpOptions = true)

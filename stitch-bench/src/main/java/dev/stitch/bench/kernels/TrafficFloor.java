@@ -1,7 +1,7 @@
 package dev.stitch.bench.kernels;
 
 /**
- * The memory-traffic floor of delta-formats.md 7.2: the fastest an encode or apply pass can run
+ * The memory-traffic floor of docs/performance-targets.md §7.2: the fastest an encode or apply pass can run
  * given the measured streaming read ({@code B_r}) and fill ({@code B_w}) bandwidths, from the bytes
  * each phase must read and write per model byte.
  *

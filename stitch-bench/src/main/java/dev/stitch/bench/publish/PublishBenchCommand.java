@@ -47,15 +47,15 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code stitch bench publish}: publish latency and host-apply latency of the delta-formats.md 7.1
+ * {@code stitch bench publish}: publish latency and host-apply latency of the docs/performance-targets.md §7.1
  * workload through every backend and encoding, with the bytes each version puts on the board
- * (board-and-sidecar.md 10.3). Versions alternate between the new and the base weights, so every
+ * (docs/protocol/cli-and-config.md §10.3). Versions alternate between the new and the base weights, so every
  * version of a configuration has the same density and the apply chain needs no fresh copy.
  */
 @Command(name = "publish",
         mixinStandardHelpOptions = true,
         description = {
-            "Publish and host-apply latency of a synthetic LLaMA-named bf16 model (delta-formats.md 7.1) for "
+            "Publish and host-apply latency of a synthetic LLaMA-named bf16 model (docs/performance-targets.md §7.1) for "
                 + "sparse_delta indices/deltas/deltas_zstd, disk_delta xor/overwrite, stitch_delta xor/overwrite "
                 + "and full, at each density, with the bytes written.",
             "publish_s = diff + encode/compress + write + fsync + manifest + pointer; apply_s = host apply of "
@@ -67,7 +67,7 @@ import picocli.CommandLine.Option;
         })
 public final class PublishBenchCommand implements BenchSubcommand, Runnable {
 
-    /** slime HEAD xor apply, numpy, 1 worker, GB/s of model, on the reference machine (delta-formats.md 7.3). */
+    /** slime HEAD xor apply, numpy, 1 worker, GB/s of model, on the reference machine (docs/performance-targets.md §7.3). */
     static final double SLIME_APPLY_GBPS = 1.003;
     /** B_r of the reference machine, GB/s. */
     static final double REFERENCE_READ_GBPS = 17.6;
@@ -87,7 +87,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
     @Option(names = "--reps", defaultValue = "8", paramLabel = "N",
             description = "Timed versions published and applied per configuration, alternating new/base, after "
                     + WARMUP_VERSIONS + " untimed warm-up versions; rounded up to an even number; medians are reported "
-                    + "(delta-formats.md 7.5 asks for at least 7) (default: ${DEFAULT-VALUE}).")
+                    + "(docs/performance-targets.md §7.5 asks for at least 7) (default: ${DEFAULT-VALUE}).")
     int reps;
 
     @Option(names = "--threads", defaultValue = "1", paramLabel = "N",
@@ -289,7 +289,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
     }
 
     /**
-     * T5 on one thread (delta-formats.md 7.4: zstd of all streams + gap reconstruction): every record
+     * T5 on one thread (docs/performance-targets.md §7.4: zstd of all streams + gap reconstruction): every record
      * of the version's files decoded into reused buffers and its positions rebuilt from the gap
      * stream (the applier rebuilds them inside its scatter kernel; doing it here keeps the figure an
      * upper bound). Files are read once before timing, like T3 excludes I/O. Median of 5 after a warm-up.
@@ -340,7 +340,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         return median(times);
     }
 
-    /** Streaming read and fill bandwidth (delta-formats.md 7.2) measured now with the selected kernels: best of 3 passes. */
+    /** Streaming read and fill bandwidth (docs/performance-targets.md §7.2) measured now with the selected kernels: best of 3 passes. */
     private static TrafficFloor measureFloor() {
         DeltaKernels k = Kernels.get();
         try (Arena arena = Arena.ofConfined()) {
@@ -371,7 +371,7 @@ public final class PublishBenchCommand implements BenchSubcommand, Runnable {
         double density = rows.values().stream().findFirst().map(r -> ((Number) r.get("density")).doubleValue()).orElse(0.0);
         double modelBytes = workload.sizeBytes();
         double applyFloorS = modelBytes / 1e9 / floor.applyGbps(2, density);
-        // slime's numpy applier (xor, 1 worker) ran at 1.003 GB/s with B_r = 17.6 GB/s (delta-formats.md 7.3), scaled per 7.4
+        // slime's numpy applier (xor, 1 worker) ran at 1.003 GB/s with B_r = 17.6 GB/s (docs/performance-targets.md §7.3), scaled per 7.4
         double slimeApply = SLIME_APPLY_GBPS * floor.readGbps() / REFERENCE_READ_GBPS;
         for (Map<String, Object> row : rows.values()) {
             row.put("br_gbps", floor.readGbps());

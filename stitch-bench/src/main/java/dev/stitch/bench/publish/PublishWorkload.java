@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 
 /**
- * The benchmark workload of delta-formats.md 7.1: 19 bf16 tensors with HF LLaMA names (1 GiB at full
+ * The benchmark workload of docs/performance-targets.md §7.1: 19 bf16 tensors with HF LLaMA names (1 GiB at full
  * size; both dimensions scaled by the square root of the size ratio for smaller sizes), old values
  * N(0, 0.02) rounded to bf16, and a new version where each element changes with probability
  * {@code density} by ±1..4 on its 16-bit pattern (never crossing the sign or reaching NaN/Inf).

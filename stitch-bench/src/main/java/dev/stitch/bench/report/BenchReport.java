@@ -81,7 +81,7 @@ public final class BenchReport {
         }
         chart("kernels-floor.png", floor.isEmpty() ? null : f -> ChartSet.bars(f, "Kernel throughput as a fraction of the memory-traffic floor",
                 "kernel, implementation, threads", "fraction of floor", floor),
-                "Each bar is a kernel's measured model throughput divided by the floor of delta-formats.md 7.2 "
+                "Each bar is a kernel's measured model throughput divided by the floor of docs/performance-targets.md §7.2 "
                 + "(streaming read/fill bandwidth measured in the same run); 1.0 would be memory-bound perfection.");
         table(rows);
     }

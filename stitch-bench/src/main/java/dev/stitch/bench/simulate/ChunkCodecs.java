@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The simulation's codecs over the project's real code: the delta encoder and the format writers on
  * the trainer side, the host applier on the rollout side. Every received file is checked against the
- * size and xxh3-128 digest the writer recorded (the manifest check of board-and-sidecar.md 1.3)
+ * size and xxh3-128 digest the writer recorded (the manifest check of docs/protocol/board.md §1.3)
  * before it is used.
  */
 final class ChunkCodecs {

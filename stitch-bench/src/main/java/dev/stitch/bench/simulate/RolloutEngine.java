@@ -48,7 +48,7 @@ final class RolloutEngine implements AutoCloseable {
     }
 
     /**
-     * Engine mode (board-and-sidecar.md 7.2): the engine applies the {@code sparse_delta} files
+     * Engine mode (docs/protocol/sync-and-engines.md §7.2): the engine applies the {@code sparse_delta} files
      * {@code files} (relative to {@code versionDir}) to the weights it serves, in place, labelled
      * {@code version}; then one generate request, checked as {@link #reloadAndServe} checks it.
      *

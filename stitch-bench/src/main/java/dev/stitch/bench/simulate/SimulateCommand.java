@@ -227,7 +227,7 @@ public final class SimulateCommand implements BenchSubcommand, Callable<Integer>
         out.println("/update_weights_from_disk + first /generate stamped v+1 with the trainer's weights digest.");
         out.printf(Locale.ROOT, "Extrapolated rows (extrapolated=true): %.3g parameters; measured CPU seconds per GiB (one core) divided by%n",
                 (double) plan.modelParams());
-        out.printf(Locale.ROOT, "%d trainer / %d rollout cores, capped by %.0f GB/s memory (delta-formats.md 7.2 traffic) and %.1f GB/s disk;%n",
+        out.printf(Locale.ROOT, "%d trainer / %d rollout cores, capped by %.0f GB/s memory (docs/performance-targets.md §7.2 traffic) and %.1f GB/s disk;%n",
                 plan.trainerCores(), plan.rolloutCores(), plan.memGbps(), plan.diskGbps());
         out.printf(Locale.ROOT, "transfer = bytes / link + RTT per file; time_to_serve = slowest pipelined stage + the other stages'%n");
         out.printf(Locale.ROOT, "first/last chunk (%d chunks) + the engine's pause; sequential_s is the plain sum for comparison.%n",

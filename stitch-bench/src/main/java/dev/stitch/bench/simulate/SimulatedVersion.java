@@ -27,7 +27,7 @@ import java.util.SplittableRandom;
 
 /**
  * One training step of a synthetic bf16 model for the simulation: the served weights (version 0),
- * the trainer's weights after the step (version 1, changed per delta-formats.md 7.1: uniform
+ * the trainer's weights after the step (version 1, changed per docs/performance-targets.md §7.1: uniform
  * positions, bit patterns moved by small steps), and the model cut into chunks of whole tensors of
  * about equal bytes, each chunk one shard of the rollout host's checkpoint.
  */

@@ -6,12 +6,12 @@ import java.util.List;
  * Scales measured per-GiB stage costs to another model size and host, and computes time-to-serve of
  * a pipeline over equal chunks followed by the engine's pause.
  *
- * <p>Host mode (board-and-sidecar.md 7.3) pipelines encode, transfer and host apply, then pauses for
- * one full reload of the local checkpoint. Engine mode (board-and-sidecar.md 7.2) pipelines encode
+ * <p>Host mode (docs/protocol/sync-and-engines.md §7.3) pipelines encode, transfer and host apply, then pauses for
+ * one full reload of the local checkpoint. Engine mode (docs/protocol/sync-and-engines.md §7.2) pipelines encode
  * and transfer only, then pauses while the patched engine applies the delta in place.
  *
  * <p>Encode and apply scale with the core count given, capped by the host's memory bandwidth over
- * the memory traffic the stage needs per model byte (delta-formats.md 7.2) and by disk bandwidth for
+ * the memory traffic the stage needs per model byte (docs/performance-targets.md §7.2) and by disk bandwidth for
  * the bytes the stage writes or reads; transfer is bytes over the link plus one RTT per file; reload
  * is model bytes over the reload bandwidth; the in-place apply is the reference engine's measured
  * CPU seconds per GiB of model at the same density (one thread), times the model's GiB.
@@ -75,7 +75,7 @@ final class TimeToServeModel {
     }
 
     /**
-     * Memory traffic per model byte of the sparse kernels (delta-formats.md 7.2) or, for full
+     * Memory traffic per model byte of the sparse kernels (docs/performance-targets.md §7.2) or, for full
      * checkpoints, one read plus one write of every byte.
      */
     static double trafficPerModelByte(boolean full, boolean encode, double density, int elementWidth) {

@@ -58,7 +58,7 @@ class KernelsBenchCommandTest {
 
     @Test
     void floorFollowsTheSpecFormula() {
-        // delta-formats.md 7.3: B_r 17.6 and B_w 10.0 GB/s give 5.41 (encode) and 9.73 (apply) GB/s at 3% bf16.
+        // docs/performance-targets.md §7.3: B_r 17.6 and B_w 10.0 GB/s give 5.41 (encode) and 9.73 (apply) GB/s at 3% bf16.
         TrafficFloor floor = new TrafficFloor(17.6, 10.0);
         assertEquals(5.41, floor.encodeGbps(2, 0.03), 0.01);
         assertEquals(9.73, floor.applyGbps(2, 0.03), 0.01);

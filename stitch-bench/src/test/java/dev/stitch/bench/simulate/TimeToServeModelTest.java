@@ -11,7 +11,7 @@ class TimeToServeModelTest {
 
     @Test
     void trafficMatchesTheSpecFloorsForBf16AtThreePercent() {
-        // delta-formats.md 7.2: encode 2.71 and apply 1.34 bytes of memory traffic per model byte.
+        // docs/performance-targets.md §7.2: encode 2.71 and apply 1.34 bytes of memory traffic per model byte.
         assertEquals(2.71, TimeToServeModel.trafficPerModelByte(false, true, 0.03, 2), 0.005);
         assertEquals(1.34, TimeToServeModel.trafficPerModelByte(false, false, 0.03, 2), 0.005);
         assertEquals(2.0, TimeToServeModel.trafficPerModelByte(true, true, 0.03, 2));

@@ -16,7 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * The {@code model.safetensors.index.json} of a disk_delta version (delta-formats.md 3.3).
+ * The {@code model.safetensors.index.json} of a disk_delta version (docs/formats/disk-delta.md §3.3).
  *
  * @param version        this version
  * @param baseVersion    the version it builds on ({@code version - 1})

@@ -24,7 +24,7 @@ import java.util.function.Function;
 import java.util.stream.Stream;
 
 /**
- * Reads a disk_delta version directory into validated {@link TensorPatch}es (delta-formats.md 3.4
+ * Reads a disk_delta version directory into validated {@link TensorPatch}es (docs/formats/disk-delta.md §3.4
  * steps 2–5 up to the digest check): index codec, every {@code *.safetensors} delta file, every entry
  * (U8, 1-D, listed under its file, present locally, digest in metadata), exact payload sizes,
  * strictly ascending in-range overwrite offsets.

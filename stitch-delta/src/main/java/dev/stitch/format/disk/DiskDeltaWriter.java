@@ -29,7 +29,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Writes a version as slime v2 disk_delta (delta-formats.md 3): per changed tensor one 1-D U8 entry
+ * Writes a version as slime v2 disk_delta (docs/formats/disk-delta.md §3): per changed tensor one 1-D U8 entry
  * keyed by its HF name holding a zstd frame of the xor or overwrite payload, files
  * {@code model-%05d-of-%05d.safetensors} (0-based) split at {@code maxFileBytes}, each file's
  * {@code __metadata__} mapping its tensors to the xxh3-128 of their new bytes, and the index last.

@@ -22,7 +22,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Writes a complete Hugging Face checkpoint (delta-formats.md 5): one {@code model.safetensors} when
+ * Writes a complete Hugging Face checkpoint (docs/formats/anchors-and-fallback.md §5): one {@code model.safetensors} when
  * everything fits one shard, else 1-based {@code model-%05d-of-%05d.safetensors} shards plus an index
  * without {@code delta_encoding}. Each shard is streamed: header, then every tensor's bytes straight
  * from its segment.
@@ -57,7 +57,7 @@ public final class FullCheckpointWriter {
 
     /**
      * This writer, but writing numbered shards and the index even when one shard holds everything:
-     * readers that tell a full version from a delta by its index (slime v2, delta-formats.md 3.3, 3.5)
+     * readers that tell a full version from a delta by its index (slime v2, docs/formats/disk-delta.md §3.3, 3.5)
      * then find one.
      */
     public FullCheckpointWriter alwaysIndexed() {

@@ -7,7 +7,7 @@ import java.math.BigInteger;
 import java.nio.ByteOrder;
 
 /**
- * The slime v1 file checksum (delta-formats.md 2.6): {@code p XOR (v << 1)} as an unbounded integer,
+ * The slime v1 file checksum (docs/formats/sparse-delta.md §2.6): {@code p XOR (v << 1)} as an unbounded integer,
  * where {@code p} XORs the position bytes and {@code v} XORs each value widened exactly to binary64.
  */
 public final class SparseChecksum {

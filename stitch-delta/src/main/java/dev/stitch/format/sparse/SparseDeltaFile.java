@@ -27,7 +27,7 @@ import java.util.Set;
 import java.util.function.Function;
 
 /**
- * A validated slime v1 sparse_delta file (delta-formats.md 2): zstd detection by magic, strict
+ * A validated slime v1 sparse_delta file (docs/formats/sparse-delta.md §2): zstd detection by magic, strict
  * 8-key params, checksum, position decoding and index ranges are all checked by {@link #read}, so a
  * file that reads is safe to apply. {@link #applyTo} applies it like the patched SGLang receiver:
  * only non-NaN values are written (the NaN mask, 2.9 and 2.10).

@@ -30,7 +30,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Writes a version as slime v1 sparse_delta files (delta-formats.md 2): tensors in name order,
+ * Writes a version as slime v1 sparse_delta files (docs/formats/sparse-delta.md §2): tensors in name order,
  * bucketed by encoded bytes, one {@code rank%04d_flush%06d.safetensors} per bucket with exactly
  * {@code __positions__} and {@code __values__}, the 8-key params and the 65-bit checksum. A version
  * the format cannot express (2.8) is refused with {@link PreconditionFailedException} before any file
@@ -73,7 +73,7 @@ public final class SparseDeltaWriter implements VersionWriter {
     }
 
     /**
-     * Checks the preconditions of delta-formats.md 2.8 (NaN values, dtype, index and gap range)
+     * Checks the preconditions of docs/formats/sparse-delta.md §2.8 (NaN values, dtype, index and gap range)
      * for every change, throwing {@link PreconditionFailedException} on the first failure.
      */
     public void check(List<TensorChange> changes) {

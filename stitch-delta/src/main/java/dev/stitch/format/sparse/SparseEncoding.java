@@ -1,6 +1,6 @@
 package dev.stitch.format.sparse;
 
-/** Position encodings of slime v1 sparse_delta files (delta-formats.md 2.4). */
+/** Position encodings of slime v1 sparse_delta files (docs/formats/sparse-delta.md §2.4). */
 public enum SparseEncoding {
     /** Each index as u32 LE. */
     INDICES("indices"),

@@ -4,7 +4,7 @@ import dev.stitch.tensor.Dtype;
 import dev.stitch.tensor.TensorSpec;
 
 /**
- * One entry of a sparse_delta file's {@code params} list (delta-formats.md 2.3).
+ * One entry of a sparse_delta file's {@code params} list (docs/formats/sparse-delta.md §2.3).
  *
  * @param name     canonical HF tensor name
  * @param dtype    the param dtype (BF16, F16 or F32)

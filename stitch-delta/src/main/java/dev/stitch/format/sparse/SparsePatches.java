@@ -10,7 +10,7 @@ import java.util.List;
 
 /**
  * Turns the params of a sparse_delta file into tensor patches the way the NaN-masked receiver
- * applies them (delta-formats.md 2.9, 2.10): NaN values are left out and, among repeated indices,
+ * applies them (docs/formats/sparse-delta.md §2.9, 2.10): NaN values are left out and, among repeated indices,
  * the last entry wins.
  */
 public final class SparsePatches {

@@ -35,7 +35,7 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * Writes a version in this project's compact format {@code stitch-delta-1} (delta-formats.md 4,
+ * Writes a version in this project's compact format {@code stitch-delta-1} (docs/formats/stitch-delta.md §4,
  * layout in docs/formats/stitch-delta.md): per changed tensor a record with the escaped u16 gap
  * stream and the value stream, each byte-plane split and zstd level 1 (raw when that is not
  * smaller), or a dense record holding the whole new tensor when that is smaller; every record carries

@@ -7,7 +7,7 @@ import dev.stitch.format.DeltaFormatException;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Fuzzes the disk_delta {@code model.safetensors.index.json} reader (delta-formats.md 3.3): only
+ * Fuzzes the disk_delta {@code model.safetensors.index.json} reader (docs/formats/disk-delta.md §3.3): only
  * {@link DeltaFormatException} escapes, and an index that reads is written back by
  * {@link DiskDeltaIndex#toJson} into text that reads as the same index.
  */

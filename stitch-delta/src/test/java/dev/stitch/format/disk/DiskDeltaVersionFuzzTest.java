@@ -20,7 +20,7 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Fuzzes the disk_delta shard reader (delta-formats.md 3.4): the input is the version's one
+ * Fuzzes the disk_delta shard reader (docs/formats/disk-delta.md §3.4): the input is the version's one
  * {@code *.safetensors} file, read under an xor and under an overwrite index against the tiny-6t
  * checkpoint, and every patch is applied. Only {@link DeltaFormatException} escapes, and heap use
  * follows the input and the local tensors, never a size the shard declares.

@@ -22,7 +22,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Fuzzes the slime v1 sparse_delta reader (delta-formats.md 2): only {@link DeltaFormatException}
+ * Fuzzes the slime v1 sparse_delta reader (docs/formats/sparse-delta.md §2): only {@link DeltaFormatException}
  * escapes, a compressed file never decodes past its bound, decoded indices stay inside their params,
  * and a file that reads applies to the tiny-6t checkpoint. The checksum guards everything behind it,
  * so each input is also tried once more with the checksum the content really has.
