@@ -56,6 +56,23 @@ public final class ProxyErrors {
         return simple("EngineTimeout", message, Boolean.TRUE);
     }
 
+    /** 401 {@code Unauthorized}: a state-changing control route without the configured bearer token. */
+    public static byte[] unauthorized(String route) {
+        return simple("Unauthorized", "/" + route + " requires 'Authorization: Bearer <control token>'", null);
+    }
+
+    /** 429 {@code RateLimited}: a refresh-triggering control route called faster than its rate limit. */
+    public static byte[] rateLimited(String route, double perSecond, int burst) {
+        return simple("RateLimited", "/" + route + " is limited to " + perSecond + " calls per second (burst " + burst
+                + ")", Boolean.TRUE);
+    }
+
+    /** 503 {@code TooManyConnections}: the connection was accepted beyond the connection cap. */
+    public static byte[] tooManyConnections(int maxConnections) {
+        return simple("TooManyConnections", "the sidecar holds its maximum of " + maxConnections
+                + " client connections; only sidecar routes are answered on this one", Boolean.TRUE);
+    }
+
     /** The message of a 409 for {@code verdict}. */
     public static String conflictMessage(VersionConstraint.Verdict verdict, long current, long target) {
         return switch (verdict) {

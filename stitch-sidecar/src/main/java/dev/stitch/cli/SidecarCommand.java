@@ -2,13 +2,18 @@ package dev.stitch.cli;
 
 import dev.stitch.board.BoardLayout;
 import dev.stitch.engine.SglangSettings;
+import dev.stitch.sidecar.proxy.ConnectionLimits;
+import dev.stitch.sidecar.proxy.ControlPolicy;
 import dev.stitch.sidecar.proxy.ProxyServer;
 import dev.stitch.sidecar.Sidecar;
 import dev.stitch.sidecar.SidecarConfig;
 import dev.stitch.sync.CommitMode;
 import dev.stitch.sync.SyncConfig;
+import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
@@ -61,8 +66,9 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             description = "Host mode: the base checkpoint the local copy starts from.")
     Path baseCheckpoint;
 
-    @Option(names = "--host", defaultValue = "${env:STITCH_HOST:-0.0.0.0}",
-            description = "Listen address (default ${DEFAULT-VALUE}).")
+    @Option(names = "--host", defaultValue = "${env:STITCH_HOST:-127.0.0.1}",
+            description = "Listen address (default ${DEFAULT-VALUE}, loopback only; use 0.0.0.0 with "
+                    + "--control-token-file to serve rollout clients on other hosts).")
     String host;
 
     @Option(names = "--port", defaultValue = "${env:STITCH_PORT:-8000}",
@@ -164,6 +170,40 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             description = "Larger request bodies get 413; k/m/g suffixes (default ${DEFAULT-VALUE}).")
     String maxRequestBodyBytes;
 
+    @Option(names = "--header-timeout-s", defaultValue = "${env:STITCH_HEADER_TIMEOUT_S:-10}",
+            description = "A connection must send a complete request head within this many seconds of opening "
+                    + "(or of a later request's first byte), else it is closed (default ${DEFAULT-VALUE}).")
+    double headerTimeoutS;
+
+    @Option(names = "--idle-timeout-s", defaultValue = "${env:STITCH_IDLE_TIMEOUT_S:-75}",
+            description = "A keep-alive connection with no request in progress is closed after this many seconds; "
+                    + "also the longest pause inside a request body (default ${DEFAULT-VALUE}).")
+    double idleTimeoutS;
+
+    @Option(names = "--max-connections", defaultValue = "${env:STITCH_MAX_CONNECTIONS:-8192}",
+            description = "Client connections held at once; at the cap a new one closes the longest-idle one, and "
+                    + "when all are busy a small reserve answers only sidecar routes such as /health "
+                    + "(default ${DEFAULT-VALUE}).")
+    int maxConnections;
+
+    @Option(names = "--control-token", defaultValue = "${env:STITCH_CONTROL_TOKEN}",
+            description = "Bearer token required by /wake and /rpc_sync_from_bulletin_board (unset: open; "
+                    + "prefer --control-token-file, which keeps the token out of the process list).")
+    String controlToken;
+
+    @Option(names = "--control-token-file", defaultValue = "${env:STITCH_CONTROL_TOKEN_FILE}",
+            description = "File holding the control token (surrounding whitespace ignored).")
+    Path controlTokenFile;
+
+    @Option(names = "--control-refresh-rate", defaultValue = "${env:STITCH_CONTROL_REFRESH_RATE:-5}",
+            description = "Calls per second of /wake and /rpc_sync_from_bulletin_board, together; beyond it 429; "
+                    + "0 = unlimited (default ${DEFAULT-VALUE}).")
+    double controlRefreshRate;
+
+    @Option(names = "--control-refresh-burst", defaultValue = "${env:STITCH_CONTROL_REFRESH_BURST:-10}",
+            description = "Calls of those routes allowed at once before the rate applies (default ${DEFAULT-VALUE}).")
+    int controlRefreshBurst;
+
     @Option(names = "--stream-end-comment", arity = "0..1", fallbackValue = "true",
             defaultValue = "${env:STITCH_STREAM_END_COMMENT:-true}",
             description = "Append ': x-stitch-weight-version-end=<v>' to SSE streams (default ${DEFAULT-VALUE}).")
@@ -252,6 +292,16 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         if (port < 0 || port > 65535) {
             throw new CliFailure("--port must be 0..65535, not " + port);
         }
+        if (!(headerTimeoutS > 0) || !(idleTimeoutS > 0)) {
+            throw new CliFailure("--header-timeout-s and --idle-timeout-s must be positive");
+        }
+        if (maxConnections <= 0) {
+            throw new CliFailure("--max-connections must be positive, not " + maxConnections);
+        }
+        requireNonNegative("--control-refresh-rate", controlRefreshRate);
+        if (controlRefreshBurst <= 0) {
+            throw new CliFailure("--control-refresh-burst must be positive, not " + controlRefreshBurst);
+        }
         Duration connect = seconds(upstreamConnectTimeoutS);
         Duration total = seconds(upstreamTimeoutS);
         ProxyServer.Config proxy = ProxyServer.Config.defaults(engineUrl)
@@ -260,7 +310,9 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
                 .withMaxRequestBodyBytes(ByteSize.parse("--max-request-body-bytes", maxRequestBodyBytes))
                 .withTimeouts(connect, total)
                 .withStreamEndComment(streamEndComment)
-                .withDebugRequests(debugRequests);
+                .withDebugRequests(debugRequests)
+                .withLimits(new ConnectionLimits(seconds(headerTimeoutS), seconds(idleTimeoutS), maxConnections))
+                .withControl(new ControlPolicy(controlToken(), controlRefreshRate, controlRefreshBurst));
         Path state = stateDir;
         if (state == null && engineMode.equals("host")) {
             state = localCheckpoint.resolve(".stitch");
@@ -283,6 +335,26 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
         }
+    }
+
+    private String controlToken() {
+        String inline = blankToNull(controlToken);
+        if (inline != null && controlTokenFile != null) {
+            throw new CliFailure("give either --control-token or --control-token-file, not both");
+        }
+        if (controlTokenFile == null) {
+            return inline;
+        }
+        String fromFile;
+        try {
+            fromFile = Files.readString(controlTokenFile, StandardCharsets.UTF_8).strip();
+        } catch (IOException e) {
+            throw new CliFailure("cannot read --control-token-file " + controlTokenFile + ": " + e.getMessage());
+        }
+        if (fromFile.isEmpty()) {
+            throw new CliFailure("--control-token-file " + controlTokenFile + " is empty");
+        }
+        return fromFile;
     }
 
     private static void requireNonNegative(String option, double v) {

@@ -52,8 +52,20 @@ public final class Sidecar implements AutoCloseable {
         LOG.info("listening on {}:{}, proxying {} ({} mode, {} commits), board {} ({} layout)",
                 config.proxy().host(), s.proxy.port(), config.proxy().upstream(), config.engineMode(),
                 config.sync().commitMode().label(), config.boardRoot(), config.layout().label());
+        if (config.proxy().control().token() == null && !isLoopback(config.proxy().host())) {
+            LOG.warn("listening on {} without a control token: anyone who reaches the port can call /wake and "
+                    + "/rpc_sync_from_bulletin_board; set --control-token-file (security.md)", config.proxy().host());
+        }
         s.worker.start();
         return s;
+    }
+
+    private static boolean isLoopback(String host) {
+        try {
+            return java.net.InetAddress.getByName(host).isLoopbackAddress();
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
     }
 
     public SidecarConfig config() {

@@ -13,10 +13,12 @@ import dev.stitch.cli.StitchCli;
 import dev.stitch.sync.CommitMode;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /** {@code stitch sidecar} option parsing and validation (board-and-sidecar.md 8, 10.2). */
@@ -85,7 +87,13 @@ class SidecarCommandTest {
         assertEquals("host", c.engineMode());
         assertEquals(CommitMode.QUIESCE, c.sync().commitMode());
         assertEquals(8000, c.proxy().port());
-        assertEquals("0.0.0.0", c.proxy().host());
+        assertEquals("127.0.0.1", c.proxy().host(), "loopback unless --host opens the port on purpose");
+        assertEquals(Duration.ofSeconds(10), c.proxy().limits().headerTimeout());
+        assertEquals(Duration.ofSeconds(75), c.proxy().limits().idleTimeout());
+        assertEquals(8192, c.proxy().limits().maxConnections());
+        assertNull(c.proxy().control().token());
+        assertEquals(5.0, c.proxy().control().refreshPerSecond());
+        assertEquals(10, c.proxy().control().refreshBurst());
         assertEquals(64L << 20, c.proxy().maxRequestBodyBytes());
         assertEquals(5.0, c.sync().pollIntervalS());
         assertEquals(60, c.sync().drainTimeoutS());
@@ -98,6 +106,40 @@ class SidecarCommandTest {
         assertEquals(Path.of("/l/.stitch"), c.sync().stateDir(), "host mode keeps its state beside the local copy");
         assertNull(c.sync().bootRunId());
         assertEquals(Set.of("generate", "v1/chat/completions", "v1/completions"), c.proxy().versionedRoutes());
+    }
+
+    @Test
+    void connectionLimitsAndControlTokenReachTheProxy(@TempDir Path tmp) throws Exception {
+        SidecarConfig c = parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--header-timeout-s", "2.5", "--idle-timeout-s", "30", "--max-connections", "300",
+                "--control-token", "s3cret", "--control-refresh-rate", "2", "--control-refresh-burst", "4");
+        assertEquals(Duration.ofMillis(2500), c.proxy().limits().headerTimeout());
+        assertEquals(Duration.ofSeconds(30), c.proxy().limits().idleTimeout());
+        assertEquals(300, c.proxy().limits().maxConnections());
+        assertEquals("s3cret", c.proxy().control().token());
+        assertEquals(2.0, c.proxy().control().refreshPerSecond());
+        assertEquals(4, c.proxy().control().refreshBurst());
+
+        Path tokenFile = tmp.resolve("token");
+        Files.writeString(tokenFile, "  from-file\n");
+        assertEquals("from-file", parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--control-token-file", tokenFile.toString()).proxy().control().token());
+        CliFailure both = assertThrows(CliFailure.class, () -> parse("--board", "/b", "--upstream", "http://e:1",
+                "--mode", "engine", "--control-token", "x", "--control-token-file", tokenFile.toString()));
+        assertTrue(both.getMessage().contains("not both"), both.getMessage());
+        Files.writeString(tokenFile, "\n");
+        assertThrows(CliFailure.class, () -> parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--control-token-file", tokenFile.toString()));
+        assertThrows(CliFailure.class, () -> parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--control-token-file", tmp.resolve("missing").toString()));
+        assertThrows(CliFailure.class, () -> parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--max-connections", "0"));
+        assertThrows(CliFailure.class, () -> parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--header-timeout-s", "0"));
+        assertThrows(CliFailure.class, () -> parse("--board", "/b", "--upstream", "http://e:1", "--mode", "engine",
+                "--control-refresh-burst", "0"));
+        String usage = StitchCli.commandLine().getSubcommands().get("sidecar").getUsageMessage();
+        assertTrue(usage.contains("default 127.0.0.1") && usage.contains("default 8192"), usage);
     }
 
     @Test

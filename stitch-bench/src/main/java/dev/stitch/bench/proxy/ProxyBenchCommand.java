@@ -41,7 +41,12 @@ import picocli.CommandLine.Option;
             "Proxy overhead: p50/p99 latency and throughput direct to the reference engine vs through",
             "a sidecar child process, open-loop at each --rps plus a closed-loop saturation run",
             "(rps_offered 0). Sidecar rows carry proxy_cpu_ms_per_req (sidecar CPU / requests).",
-            "Targets: added p99 at 1000 req/s <= 1 ms; proxy_cpu_ms_per_req at saturation <= 0.03."
+            "Targets: added p99 at 1000 req/s <= 1 ms; proxy_cpu_ms_per_req at saturation <= 0.03.",
+            "With --idle-connections N it instead holds N idle connections to the sidecar (from child",
+            "processes of at most 9000 each) and times /health and a pinned /generate on new connections;",
+            "target: both under 1 s with 20000 idle connections. The sidecar child needs a file-descriptor",
+            "limit above its --max-connections (8192 by default); raise it first, e.g.",
+            "  ulimit -n 65536; ./stitch bench proxy --idle-connections 20000"
         })
 public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
     private static final String BODY = "{\"text\":\"stitch proxy benchmark\",\"sampling_params\":{\"max_new_tokens\":1}}";
@@ -70,6 +75,16 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
             description = "Maximum heap of the sidecar child JVM (default: ${DEFAULT-VALUE}).")
     String sidecarHeap;
 
+    @Option(names = "--idle-connections", defaultValue = "0", paramLabel = "N",
+            description = "Run the idle-connection check with N idle connections instead of the latency runs "
+                    + "(default: ${DEFAULT-VALUE}, off).")
+    int idleConnections;
+
+    @Option(names = "--idle-samples", defaultValue = "50", paramLabel = "S",
+            description = "Timed /health and pinned /generate requests of the idle-connection check "
+                    + "(default: ${DEFAULT-VALUE}).")
+    int idleSamples;
+
     @Option(names = "--json", paramLabel = "FILE", description = "Also write {\"benchmark\": \"proxy\", \"results\": [...]} to FILE.")
     Path json;
 
@@ -91,6 +106,15 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
             progress(String.format(Locale.ROOT, "engine %s, sidecar pid %d on port %d; about %.0f s to go",
                     engine.url(), sidecar.pid(), sidecar.port(), 2 * warmupS + (2 * rps.size() + 2) * durationS));
             sidecar.awaitReady(Duration.ofSeconds(60));
+            if (idleConnections > 0) {
+                new IdleConnectionCheck(sidecar.port(), idleConnections, idleSamples).run(results);
+                results.printTable(System.out, "path", "idle_connections", "idle_connect_failures", "requests",
+                        "errors", "p50_ms", "p99_ms", "max_ms", "open_connections", "evicted");
+                if (json != null) {
+                    results.writeJson(json);
+                }
+                return;
+            }
             measure(results, engine.port(), sidecar);
         } catch (IOException e) {
             throw new CliFailure("proxy benchmark failed: " + e.getMessage());
@@ -110,6 +134,9 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
     private void validate() {
         if (durationS <= 0 || warmupS < 0) {
             throw new CliFailure("--duration-s must be > 0 and --warmup-s >= 0");
+        }
+        if (idleConnections < 0 || idleSamples < 1) {
+            throw new CliFailure("--idle-connections must be >= 0 and --idle-samples >= 1");
         }
         if (connections < 1 || concurrency < 1) {
             throw new CliFailure("--connections and --concurrency must be >= 1");
@@ -234,7 +261,9 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
                     "-cp", System.getProperty("java.class.path"), "dev.stitch.cli.StitchCli", "sidecar",
                     "--board", board.toString(), "--upstream", engineUrl, "--mode", "engine",
                     "--commit-mode", "quiesce", "--host", "127.0.0.1", "--port", Integer.toString(port),
-                    "--probe-delta-receiver=false", "--poll-interval-s", "5"));
+                    "--probe-delta-receiver=false", "--poll-interval-s", "5",
+                    // Long enough that the idle-connection check measures the connection cap, not the header timeout.
+                    "--header-timeout-s", "300"));
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                     .redirectOutput(work.resolve("sidecar.log").toFile());
             pb.environment().keySet().removeIf(k -> k.startsWith("STITCH_"));

@@ -12,6 +12,7 @@ final class ProxyContext {
     final ProxyStats stats;
     final UpstreamPool pool;
     final ExecutorService endpointExecutor;
+    final ControlAccess controlAccess;
 
     ProxyContext(ProxyServer.Config config, AdmissionControl admission, SidecarEndpoints endpoints, ProxyStats stats,
                  UpstreamPool pool, ExecutorService endpointExecutor) {
@@ -22,5 +23,6 @@ final class ProxyContext {
         this.stats = stats;
         this.pool = pool;
         this.endpointExecutor = endpointExecutor;
+        this.controlAccess = new ControlAccess(config.control(), System::nanoTime);
     }
 }

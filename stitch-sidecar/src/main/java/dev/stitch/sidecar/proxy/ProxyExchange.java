@@ -113,6 +113,16 @@ final class ProxyExchange implements UpstreamPool.Listener {
                     ProxyErrors.invalidRequest("malformed HTTP request"), false);
             return;
         }
+        ClientConnection client = ClientConnection.of(ctx.channel());
+        if (client != null && client.reserved()) {
+            // A connection over the cap frees its slot after one answer; only sidecar routes get one.
+            keepAlive = false;
+            if (route.kind() != RouteTable.Kind.SIDECAR) {
+                reject(HttpResponseStatus.SERVICE_UNAVAILABLE, "TooManyConnections",
+                        ProxyErrors.tooManyConnections(cx.config.limits().maxConnections()), true);
+                return;
+            }
+        }
         switch (RequestRewrite.decide(route, requestContentType, body)) {
             case RequestRewrite.Answer a -> reject(HttpResponseStatus.valueOf(a.status()), a.rejectionType(), a.body(), false);
             case RequestRewrite.Endpoint e -> dispatchEndpoint();
@@ -190,6 +200,12 @@ final class ProxyExchange implements UpstreamPool.Listener {
     private void dispatchEndpoint() {
         phase = Phase.FORWARDING;
         String name = route.name();
+        ControlAccess.Refusal refusal = cx.controlAccess.check(name, requestHeaders.get(HttpHeaderNames.AUTHORIZATION));
+        if (refusal != null) {
+            cx.stats.rejection(refusal.type());
+            finish(refusal.response());
+            return;
+        }
         ControlPlaneCall.call(cx.endpoints, name, body, cx.endpointExecutor)
                 .whenComplete((resp, err) -> ctx.executor().execute(() -> {
                     if (phase == Phase.DONE) {

@@ -33,6 +33,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ProxyServer implements AutoCloseable {
 
+    /** The default listen address: loopback, so exposing the port is a deliberate {@code --host}. */
+    public static final String DEFAULT_HOST = "127.0.0.1";
+
     /** The versioned routes of board-and-sidecar.md 4.1 (default of {@code versioned_routes}). */
     public static final Set<String> DEFAULT_VERSIONED_ROUTES = Set.of("generate", "v1/chat/completions", "v1/completions");
 
@@ -61,13 +64,17 @@ public final class ProxyServer implements AutoCloseable {
      * @param streamEndComment       append {@code : x-stitch-weight-version-end=<end>} to SSE streams
      * @param debugRequests          log one line at the start and end of every request
      * @param ioThreads              event-loop threads (connections and the engine client share them)
+     * @param limits                 header and idle timeouts and the connection cap of client connections
+     * @param control                token and rate limit of the state-changing sidecar routes
      */
     public record Config(String host, int port, URI upstream, Set<String> versionedRoutes, long maxRequestBodyBytes,
                          Duration upstreamConnectTimeout, Duration upstreamTimeout, boolean streamEndComment,
-                         boolean debugRequests, int ioThreads) {
+                         boolean debugRequests, int ioThreads, ConnectionLimits limits, ControlPolicy control) {
 
         public Config {
             Objects.requireNonNull(host, "host");
+            Objects.requireNonNull(limits, "limits");
+            Objects.requireNonNull(control, "control");
             Objects.requireNonNull(upstream, "upstream");
             Objects.requireNonNull(upstreamConnectTimeout, "upstreamConnectTimeout");
             Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
@@ -90,46 +97,67 @@ public final class ProxyServer implements AutoCloseable {
             versionedRoutes = Set.copyOf(routes);
         }
 
-        /** Defaults of board-and-sidecar.md 8 for this engine URL, listening on 0.0.0.0:8000. */
+        /** The settings without connection limits and control policy, which take their defaults. */
+        public Config(String host, int port, URI upstream, Set<String> versionedRoutes, long maxRequestBodyBytes,
+                      Duration upstreamConnectTimeout, Duration upstreamTimeout, boolean streamEndComment,
+                      boolean debugRequests, int ioThreads) {
+            this(host, port, upstream, versionedRoutes, maxRequestBodyBytes, upstreamConnectTimeout, upstreamTimeout,
+                    streamEndComment, debugRequests, ioThreads, ConnectionLimits.defaults(), ControlPolicy.defaults());
+        }
+
+        /**
+         * Defaults of board-and-sidecar.md 8 for this engine URL, listening on 127.0.0.1:8000: loopback
+         * unless an operator opens the port on purpose (security.md, "Deployment").
+         */
         public static Config defaults(URI upstream) {
-            return new Config("0.0.0.0", 8000, upstream, DEFAULT_VERSIONED_ROUTES, 64L << 20,
+            return new Config(DEFAULT_HOST, 8000, upstream, DEFAULT_VERSIONED_ROUTES, 64L << 20,
                     Duration.ofSeconds(10), Duration.ofSeconds(3600), true, false,
                     Math.max(1, Math.min(2, Runtime.getRuntime().availableProcessors())));
         }
 
         public Config withListen(String newHost, int newPort) {
             return new Config(newHost, newPort, upstream, versionedRoutes, maxRequestBodyBytes,
-                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads);
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads, limits, control);
         }
 
         public Config withVersionedRoutes(Set<String> routes) {
             return new Config(host, port, upstream, routes, maxRequestBodyBytes,
-                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads);
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads, limits, control);
         }
 
         public Config withMaxRequestBodyBytes(long bytes) {
             return new Config(host, port, upstream, versionedRoutes, bytes,
-                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads);
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads, limits, control);
         }
 
         public Config withTimeouts(Duration connect, Duration total) {
             return new Config(host, port, upstream, versionedRoutes, maxRequestBodyBytes,
-                    connect, total, streamEndComment, debugRequests, ioThreads);
+                    connect, total, streamEndComment, debugRequests, ioThreads, limits, control);
         }
 
         public Config withStreamEndComment(boolean on) {
             return new Config(host, port, upstream, versionedRoutes, maxRequestBodyBytes,
-                    upstreamConnectTimeout, upstreamTimeout, on, debugRequests, ioThreads);
+                    upstreamConnectTimeout, upstreamTimeout, on, debugRequests, ioThreads, limits, control);
         }
 
         public Config withDebugRequests(boolean on) {
             return new Config(host, port, upstream, versionedRoutes, maxRequestBodyBytes,
-                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, on, ioThreads);
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, on, ioThreads, limits, control);
         }
 
         public Config withIoThreads(int threads) {
             return new Config(host, port, upstream, versionedRoutes, maxRequestBodyBytes,
-                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, threads);
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, threads, limits, control);
+        }
+
+        public Config withLimits(ConnectionLimits newLimits) {
+            return new Config(host, port, upstream, versionedRoutes, maxRequestBodyBytes,
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads, newLimits, control);
+        }
+
+        public Config withControl(ControlPolicy newControl) {
+            return new Config(host, port, upstream, versionedRoutes, maxRequestBodyBytes,
+                    upstreamConnectTimeout, upstreamTimeout, streamEndComment, debugRequests, ioThreads, limits, newControl);
         }
 
         /** Parses the comma-separated {@code versioned_routes} option. */
@@ -182,6 +210,7 @@ public final class ProxyServer implements AutoCloseable {
         pool = new UpstreamPool(config.upstream(), config.upstreamConnectTimeout());
         endpointExecutor = Executors.newVirtualThreadPerTaskExecutor();
         ProxyContext rules = new ProxyContext(config, admission, endpoints, stats, pool, endpointExecutor);
+        ConnectionRegistry connections = new ConnectionRegistry(config.limits(), stats);
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
                 .channel(EventLoops.serverChannel())
@@ -191,7 +220,10 @@ public final class ProxyServer implements AutoCloseable {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        ClientConnection client = new ClientConnection(config.limits(), connections, stats);
+                        ch.pipeline().addLast(client.socketSide());
                         ch.pipeline().addLast(new HttpServerCodec(8192, 65536, 65536));
+                        ch.pipeline().addLast(client.messageSide());
                         ch.pipeline().addLast(new HttpServerExpectContinueHandler());
                         ch.pipeline().addLast(new ProxyBodyLimit(rules));
                         ch.pipeline().addLast(new ProxyHandler(rules));

@@ -19,6 +19,8 @@ public final class ProxyStats {
     private final ConcurrentHashMap<String, LongAdder> rejections = new ConcurrentHashMap<>();
     private final AtomicInteger active = new AtomicInteger();
     private final LongAdder preempted = new LongAdder();
+    private final AtomicInteger openConnections = new AtomicInteger();
+    private final ConcurrentHashMap<String, LongAdder> connectionsClosed = new ConcurrentHashMap<>();
 
     /** Counts one finished request; {@code route} is the metric label (see {@link ProxyServer}). */
     void request(String route, int code) {
@@ -39,6 +41,29 @@ public final class ProxyStats {
 
     void preempted() {
         preempted.increment();
+    }
+
+    void openConnections(int n) {
+        openConnections.set(n);
+    }
+
+    /** Counts a connection the proxy closed on its own: a timeout, an eviction at the cap or a refusal. */
+    void connectionClosed(String reason) {
+        connectionsClosed.computeIfAbsent(reason, k -> new LongAdder()).increment();
+    }
+
+    /** Client connections held right now, reserved ones included. */
+    public int openConnections() {
+        return openConnections.get();
+    }
+
+    /**
+     * Connections the proxy closed for {@code reason}: {@code header_timeout}, {@code idle_timeout},
+     * {@code evicted} (the longest-idle one, at the cap) or {@code refused} (beyond the reserved slice).
+     */
+    public long connectionsClosed(String reason) {
+        LongAdder a = connectionsClosed.get(reason);
+        return a == null ? 0 : a.sum();
     }
 
     /** Requests the proxy is handling right now (all routes, including those waiting at the gate). */
@@ -74,7 +99,8 @@ public final class ProxyStats {
 
     /**
      * Appends {@code stitch_requests_total}, {@code stitch_rejections_total},
-     * {@code stitch_proxy_active_requests} and {@code stitch_drain_preempted_requests_total} in
+     * {@code stitch_proxy_active_requests}, {@code stitch_drain_preempted_requests_total},
+     * {@code stitch_proxy_open_connections} and {@code stitch_proxy_connections_closed_total} in
      * Prometheus text format 0.0.4, in a stable order.
      */
     public void appendPrometheus(StringBuilder out) {
@@ -93,6 +119,13 @@ public final class ProxyStats {
         out.append("# HELP stitch_drain_preempted_requests_total Requests aborted by a drain timeout.\n");
         out.append("# TYPE stitch_drain_preempted_requests_total counter\n");
         out.append("stitch_drain_preempted_requests_total ").append(preempted.sum()).append('\n');
+        out.append("# HELP stitch_proxy_open_connections Client connections held by the proxy.\n");
+        out.append("# TYPE stitch_proxy_open_connections gauge\n");
+        out.append("stitch_proxy_open_connections ").append(openConnections.get()).append('\n');
+        out.append("# HELP stitch_proxy_connections_closed_total Client connections closed by the proxy, by reason.\n");
+        out.append("# TYPE stitch_proxy_connections_closed_total counter\n");
+        new TreeMap<>(connectionsClosed).forEach((reason, v) -> out.append("stitch_proxy_connections_closed_total{reason=\"")
+                .append(escape(reason)).append("\"} ").append(v.sum()).append('\n'));
     }
 
     private static String escape(String label) {
