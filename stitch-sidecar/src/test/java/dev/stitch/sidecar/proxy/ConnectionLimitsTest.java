@@ -202,7 +202,7 @@ class ConnectionLimitsTest {
             assertTrue(eventually(5_000, () -> held.size() == 1));
             Thread.sleep(1_000); // several idle timeouts while the engine works
             held.getFirst().writeAndFlush(StubEngine.json(200,
-                    "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"default\"}}"));
+                    "{\"text\":\"ok\",\"meta_info\":{\"weight_version\":\"3\"}}"));
             RawHttp.Response r = c.read();
             assertEquals(200, r.status());
         }
