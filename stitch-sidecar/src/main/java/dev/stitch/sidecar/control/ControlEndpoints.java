@@ -21,7 +21,9 @@ import java.util.function.Supplier;
 public final class ControlEndpoints implements SidecarEndpoints {
 
     static final String PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8";
-    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Control bodies are exactly one JSON document: {@code {"a":1}garbage} is refused, not half-read. */
+    private static final ObjectMapper JSON = new ObjectMapper()
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     private final SyncWorker worker;
     private final String replicaRunId;

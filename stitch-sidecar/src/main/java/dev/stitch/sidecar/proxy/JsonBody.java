@@ -24,10 +24,30 @@ record JsonBody(JsonObjectEditor.Kind kind, JsonObjectEditor object) {
         if (bytes.length == 0 || !isJson(contentType)) {
             return null;
         }
-        if (firstNonBlank(bytes) == '{') {
-            return new JsonBody(JsonObjectEditor.Kind.OBJECT, JsonObjectEditor.parse(bytes));
+        return parse(BodyCharset.utf8(contentType, bytes));
+    }
+
+    /**
+     * Reads the body of a versioned route: SGLang parses such a body as JSON whatever its
+     * Content-Type says, so the constraint is read the same way, and a body that is not one JSON
+     * document in a Unicode encoding is refused rather than forwarded unconstrained
+     * (docs/protocol/sidecar-http.md §4.1). Arrays and scalars cannot carry a constraint (§4.2).
+     *
+     * @return the document, or null for an empty body
+     * @throws IOException when the body is not exactly one JSON document in a Unicode encoding
+     */
+    static JsonBody readVersioned(String contentType, byte[] bytes) throws IOException {
+        if (bytes.length == 0) {
+            return null;
         }
-        return new JsonBody(JsonObjectEditor.validate(bytes), null);
+        return parse(BodyCharset.utf8(contentType, bytes));
+    }
+
+    private static JsonBody parse(byte[] utf8) throws IOException {
+        if (firstNonBlank(utf8) == '{') {
+            return new JsonBody(JsonObjectEditor.Kind.OBJECT, JsonObjectEditor.parse(utf8));
+        }
+        return new JsonBody(JsonObjectEditor.validate(utf8), null);
     }
 
     /** Whether a Content-Type names {@code application/json} (case-insensitive, parameters ignored). */

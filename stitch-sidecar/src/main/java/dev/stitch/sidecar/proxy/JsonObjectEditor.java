@@ -20,8 +20,20 @@ import java.util.List;
  * survive exactly.
  */
 final class JsonObjectEditor {
+    /** Deepest JSON nesting a body may have. */
+    static final int MAX_NESTING_DEPTH = 1000;
+
+    /**
+     * The request body limit already bounds what is read, so a string may be as long as a body (Jackson's
+     * default 20 M characters refused legitimate long prompts); nesting stays bounded so a deep document
+     * is a typed 400 rather than a deep recursion (docs/security.md, limits).
+     */
     static final JsonFactory FACTORY = JsonFactory.builder()
             .enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)
+            .streamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+                    .maxStringLength(Integer.MAX_VALUE)
+                    .maxNestingDepth(MAX_NESTING_DEPTH)
+                    .build())
             .build();
 
     /** One top-level member: name, the span of {@code "name": value}, and the span of the value. */

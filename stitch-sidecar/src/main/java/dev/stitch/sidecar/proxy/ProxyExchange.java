@@ -16,6 +16,7 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
@@ -65,6 +66,8 @@ final class ProxyExchange implements UpstreamPool.Listener {
     private final String debugId;
     private final String requestContentType;
     private byte[] body;
+    /** The body as the client sent it; a body that differs was rewritten and is UTF-8 JSON. */
+    private final byte[] clientBody;
     private Phase phase = Phase.ROUTING;
     private List<String> rids = List.of();
     private VersionedRequest versionedRequest;
@@ -98,6 +101,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
         this.wantsTrailers = ProxyMessages.acceptsTrailers(req.headers());
         this.requestHeaders = req.headers().copy();
         this.body = ByteBufUtil.getBytes(req.content());
+        this.clientBody = body;
         this.requestContentType = req.headers().get(HttpHeaderNames.CONTENT_TYPE);
         this.debugId = req.headers().get("x-slime-request-id");
     }
@@ -238,7 +242,11 @@ final class ProxyExchange implements UpstreamPool.Listener {
             }
             upstream = (Channel) f.getNow();
             upstream.attr(UpstreamPool.LISTENER).set(this);
-            FullHttpRequest out = ProxyMessages.upstreamRequest(method, uri, requestHeaders, body, cx.pool);
+            if (body != clientBody) {
+                // The rewrite produced UTF-8 (docs/protocol/sidecar-http.md §4.1): a declared UTF-16/32 charset would now lie.
+                requestHeaders.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
+            }
+            FullHttpRequest out = ProxyMessages.upstreamRequest(method, route.forwardTarget(uri), requestHeaders, body, cx.pool);
             timeout = ctx.executor().schedule(this::timedOut,
                     cx.config.upstreamTimeout().toMillis(), TimeUnit.MILLISECONDS);
             upstream.writeAndFlush(out).addListener(w -> {

@@ -60,19 +60,23 @@ final class RequestRewrite {
             case BLOCKED -> {
                 return new Answer(403, "RouteBlocked", ProxyErrors.routeBlocked(route.name()));
             }
+            case MALFORMED -> {
+                return invalidRequest("request path refused: " + route.why());
+            }
             case SIDECAR -> {
                 return new Endpoint(route.name());
             }
             default -> {
             }
         }
-        JsonBody json;
+        JsonObjectEditor object;
         try {
-            json = JsonBody.read(contentType, body);
+            JsonBody json = route.kind() == RouteTable.Kind.VERSIONED
+                    ? JsonBody.readVersioned(contentType, body) : JsonBody.read(contentType, body);
+            object = json == null ? null : json.object();
         } catch (IOException e) {
             return invalidRequest("malformed JSON body: " + JsonBody.firstLine(e.getMessage()));
         }
-        JsonObjectEditor object = json == null ? null : json.object();
         if (route.kind() == RouteTable.Kind.PASS_THROUGH) {
             // board-and-sidecar.md 4.6: the constraint is stripped unvalidated and nothing else changes.
             if (object != null && object.member("weight_version") != null) {
@@ -82,6 +86,7 @@ final class RequestRewrite {
             return new Forward(body);
         }
         if (object == null) {
+            // An empty body, an array or a scalar: none can carry a constraint (docs/protocol/sidecar-http.md §4.2).
             return new Admit(VersionedRequest.unconstrained(body));
         }
         return versioned(object);

@@ -19,20 +19,30 @@ final class RouteTable {
         /** Never forwarded: 403 {@code RouteBlocked} for any method. */
         BLOCKED,
         /** Forwarded as is, ungated and unstamped (board-and-sidecar.md 4.6). */
-        PASS_THROUGH
+        PASS_THROUGH,
+        /** A target whose decoded path is ambiguous or invalid: 400, never forwarded. */
+        MALFORMED
     }
 
     /**
      * One classified request target.
      *
-     * @param name  the route: the path with leading and trailing slashes stripped
+     * @param name  the route: the decoded, normalised path with leading and trailing slashes stripped
      * @param kind  how the data plane treats it
+     * @param path  the normalised path, percent-encoded again, that the engine is sent (what was checked)
+     * @param why   for {@link Kind#MALFORMED}, what is wrong with the target; otherwise null
      */
-    record Route(String name, Kind kind) {
+    record Route(String name, Kind kind, String path, String why) {
 
         /** The {@code route} label of {@code requests_total}: known routes by name, anything else "other". */
         String label() {
-            return kind == Kind.PASS_THROUGH ? "other" : name;
+            return kind == Kind.PASS_THROUGH || kind == Kind.MALFORMED ? "other" : name;
+        }
+
+        /** The request target sent to the engine: the checked path plus the client's query string. */
+        String forwardTarget(String requestTarget) {
+            int q = requestTarget.indexOf('?');
+            return q < 0 ? path : path + requestTarget.substring(q);
         }
     }
 
@@ -43,15 +53,31 @@ final class RouteTable {
         this.versioned = Set.copyOf(versioned);
     }
 
-    /** Classifies a raw request target (origin form or absolute form, query allowed). */
+    /**
+     * Classifies a raw request target (origin form or absolute form, query allowed). Routes are matched
+     * on the percent-decoded path with dot segments resolved and repeated slashes folded, because the
+     * engine's HTTP stack decodes the path before it routes (docs/protocol/sidecar-http.md §4.1);
+     * a target whose decoding is ambiguous is {@link Kind#MALFORMED}.
+     */
     Route classify(String requestTarget) {
-        String name = routeOf(requestTarget);
-        return new Route(name, kindOf(name));
+        String raw = pathOf(requestTarget);
+        String decoded;
+        try {
+            decoded = RoutePath.normalise(raw);
+        } catch (IllegalArgumentException e) {
+            return new Route(stripSlashes(raw), Kind.MALFORMED, raw, e.getMessage());
+        }
+        String name = stripSlashes(decoded);
+        return new Route(name, kindOf(name), RoutePath.encode(decoded), null);
     }
 
-    /** The kind of a route name; blocked and sidecar routes win over a versioned entry of the same name. */
+    /**
+     * The kind of a route name; blocked and sidecar routes win over a versioned entry of the same
+     * name, and a blocked route is recognised in any letter case (an engine behind a case-insensitive
+     * router must not be reachable through a spelling variant).
+     */
     Kind kindOf(String name) {
-        if (ProxyServer.BLOCKED_ROUTES.contains(name)) {
+        if (ProxyServer.BLOCKED_ROUTES.contains(name) || ProxyServer.BLOCKED_ROUTES.contains(name.toLowerCase(java.util.Locale.ROOT))) {
             return Kind.BLOCKED;
         }
         if (ProxyServer.SIDECAR_ROUTES.contains(name)) {
@@ -61,11 +87,17 @@ final class RouteTable {
     }
 
     /**
-     * The route named by a raw request target: its path without query string and without the
-     * scheme and authority of an absolute-form target, with leading and trailing slashes stripped.
+     * The route named by a raw request target: its decoded, normalised path without query string and
+     * without the scheme and authority of an absolute-form target, with leading and trailing slashes
+     * stripped; the raw path, stripped, when it cannot be decoded.
      */
     static String routeOf(String requestTarget) {
-        return stripSlashes(pathOf(requestTarget));
+        String raw = pathOf(requestTarget);
+        try {
+            return stripSlashes(RoutePath.normalise(raw));
+        } catch (IllegalArgumentException e) {
+            return stripSlashes(raw);
+        }
     }
 
     /** A configured route name in the form {@link #routeOf(String)} produces. */

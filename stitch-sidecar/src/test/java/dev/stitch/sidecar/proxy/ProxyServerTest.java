@@ -150,9 +150,13 @@ class ProxyServerTest {
             assertEquals("InvalidRequest", json(bad).path("error").path("type").asText());
         }
         int before = engine.seen.size();
-        RawHttp.Response plain = RawHttp.exchange(port, "POST", "/generate", "{not json", "Content-Type: text/plain");
-        assertEquals(200, plain.status(), "non-JSON bodies are forwarded raw");
+        RawHttp.Response plain = RawHttp.exchange(port, "POST", "/tokenize", "{not json", "Content-Type: text/plain");
+        assertEquals(200, plain.status(), "non-JSON bodies of unversioned routes are forwarded raw");
         assertEquals("{not json", engine.seen.get(before).text());
+        // A versioned route's body is read as JSON whatever its Content-Type says, as the engine reads it.
+        RawHttp.Response versionedPlain = RawHttp.exchange(port, "POST", "/generate", "{not json", "Content-Type: text/plain");
+        assertEquals(400, versionedPlain.status());
+        assertEquals(before + 1, engine.seen.size(), "nothing of it forwarded");
     }
 
     // ---- 25: rid ----

@@ -63,6 +63,13 @@ final class RawHttp implements AutoCloseable {
         }
     }
 
+    static Response exchangeBytes(int port, String method, String path, byte[] body, String... headers) throws IOException {
+        try (RawHttp c = new RawHttp(port)) {
+            c.send(method, path, body, headers);
+            return c.read();
+        }
+    }
+
     static Response postJson(int port, String path, String body, String... extraHeaders) throws IOException {
         String[] h = new String[extraHeaders.length + 1];
         h[0] = "Content-Type: application/json";

@@ -86,13 +86,14 @@ class RequestRewriteTest {
     }
 
     @Test
-    void onlyNonEmptyBodiesDeclaredAsJsonAreParsed() {
+    void versionedBodiesAreParsedAsJsonWhateverTheirContentType() {
         byte[] garbage = bytes("{\"weight_version\": nope");
+        byte[] pinned = bytes("{\"weight_version\":{\"exact_version\":7}}");
         for (String type : new String[] {null, "text/plain", "application/jsonx", "application/x-json"}) {
-            VersionedRequest r = assertInstanceOf(RequestRewrite.Admit.class, decide("/generate", type, garbage)).request();
-            assertSame(garbage, r.forwardedBody(3, "run"), String.valueOf(type));
-            assertEquals(VersionConstraint.NONE, r.constraint());
-            assertEquals(List.of(), r.rids());
+            RequestRewrite.Answer a = assertInstanceOf(RequestRewrite.Answer.class, decide("/generate", type, garbage));
+            assertEquals(400, a.status(), String.valueOf(type));
+            VersionedRequest r = assertInstanceOf(RequestRewrite.Admit.class, decide("/generate", type, pinned)).request();
+            assertEquals(java.util.OptionalLong.of(7), r.constraint().exact(), String.valueOf(type));
         }
         byte[] empty = new byte[0];
         VersionedRequest r = assertInstanceOf(RequestRewrite.Admit.class, decide("/generate", TYPE, empty)).request();
@@ -254,5 +255,23 @@ class RequestRewriteTest {
         VersionedRequest r = admitted(head + ",\"weight_version\":{\"min_required_version\":7},\"rid\":\"big\"}");
         assertEquals(VersionConstraint.atLeast(7), r.constraint());
         assertEquals(head + ",\"rid\":\"big\",\"extra_key\":\"wv8;run/\"}", forwarded(r, 8, "run"));
+    }
+
+    @Test
+    void aPromptLongerThanJacksonsDefaultStringLimitKeepsItsConstraint() {
+        StringBuilder json = new StringBuilder(21_000_100).append("{\"text\":\"");
+        json.repeat('x', 21_000_000).append("\",\"weight_version\":{\"exact_version\":3}}");
+        RequestRewrite.Admit a = assertInstanceOf(RequestRewrite.Admit.class, decide("/generate", TYPE, bytes(json.toString())));
+        assertEquals(java.util.OptionalLong.of(3), a.request().constraint().exact());
+    }
+
+    @Test
+    void nestingBeyondTheLimitIs400NotAStackOverflow() {
+        int depth = 100_000;
+        String deep = "{\"text\":" + "[".repeat(depth) + "]".repeat(depth) + "}";
+        RequestRewrite.Answer a = assertInstanceOf(RequestRewrite.Answer.class, decide("/generate", TYPE, bytes(deep)));
+        assertEquals(400, a.status());
+        String ok = "{\"text\":" + "[".repeat(500) + "]".repeat(500) + ",\"weight_version\":{\"exact_version\":3}}";
+        assertInstanceOf(RequestRewrite.Admit.class, decide("/generate", TYPE, bytes(ok)));
     }
 }
