@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long fuzzing: runs every Jazzer @FuzzTest of stitch-core and stitch-delta in fuzzing mode (Maven
+# Long fuzzing: runs every Jazzer @FuzzTest of stitch-core, stitch-delta and stitch-sidecar in fuzzing mode (Maven
 # profile -Pfuzz, one target per JVM as Jazzer requires), then prints one summary line per target
 # from libFuzzer's final stats. Findings land as crash-* files in the target's seed corpus
 # (src/test/resources/.../<Class>Inputs/<method>/), where plain `mvn verify` replays them.
@@ -33,7 +33,7 @@ mkdir -p "$LOGS"
 SUMMARY="$OUT/fuzz-summary.md"
 
 # module<TAB>class for every fuzz target, in a stable order
-mapfile -t TARGETS < <(cd "$ROOT" && for m in stitch-core stitch-delta; do
+mapfile -t TARGETS < <(cd "$ROOT" && for m in stitch-core stitch-delta stitch-sidecar; do
     find "$m/src/test/java" -name '*FuzzTest.java' | sort | while read -r f; do
         printf '%s\t%s\n' "$m" "$(basename "$f" .java)"
     done
@@ -48,7 +48,7 @@ selected() {
 
 cd "$ROOT"
 echo "fuzz.sh: compiling for Jazzer (release 23, target-fuzz/)"
-mvn "${MVN_FLAGS[@]}" -q -Pfuzz -pl stitch-core,stitch-delta -am test-compile
+mvn "${MVN_FLAGS[@]}" -q -Pfuzz -pl stitch-core,stitch-delta,stitch-sidecar -am test-compile
 
 {
     echo "| target | execs | execs/s | wall s | new corpus units | findings |"
