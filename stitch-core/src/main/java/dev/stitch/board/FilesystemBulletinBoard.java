@@ -30,7 +30,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A stitch-layout board on a file system (board-and-sidecar.md 1-2): reads, and the writer side —
+ * A stitch-layout board on a file system (docs/protocol/board.md §1-2): reads, and the writer side —
  * staged publishes with compare-and-advance of {@code latest.json} under the board lock, run claims,
  * retention and orphan handling. Safe for concurrent use by threads and by processes sharing the
  * directory.

@@ -24,7 +24,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code stitch sidecar}: the version-aware proxy and weight-sync worker in front of one SGLang server
- * (board-and-sidecar.md 4–8). Every option also reads {@code STITCH_<NAME>}; a flag wins.
+ * (docs/protocol/sidecar-http.md §4–5, docs/protocol/sync-and-engines.md §6–7, docs/protocol/cli-and-config.md §8). Every option also reads {@code STITCH_<NAME>}; a flag wins.
  */
 @Command(name = "sidecar",
         mixinStandardHelpOptions = true,

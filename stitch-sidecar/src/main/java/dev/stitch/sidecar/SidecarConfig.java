@@ -8,7 +8,7 @@ import java.nio.file.Path;
 import java.util.Objects;
 
 /**
- * Everything {@code stitch sidecar} is configured with (board-and-sidecar.md 8), grouped by the part
+ * Everything {@code stitch sidecar} is configured with (docs/protocol/cli-and-config.md §8), grouped by the part
  * that uses it.
  *
  * @param proxy        the data plane: listen address, engine URL, routes, limits, timeouts

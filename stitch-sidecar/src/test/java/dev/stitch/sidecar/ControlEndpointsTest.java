@@ -38,7 +38,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The sidecar-owned routes (board-and-sidecar.md 5; conformance 35–39) over the real proxy. */
+/** The sidecar-owned routes (docs/protocol/sidecar-http.md §5; docs/conformance.md case 35–39) over the real proxy. */
 class ControlEndpointsTest {
 
     @TempDir

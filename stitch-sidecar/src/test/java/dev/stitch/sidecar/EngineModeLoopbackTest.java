@@ -30,7 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Engine mode over loopback: the reference engine applies slime v1 sparse deltas straight from the
- * board; the sidecar sends the bodies of board-and-sidecar.md 7.2 and gates traffic around them.
+ * board; the sidecar sends the bodies of docs/protocol/sync-and-engines.md §7.2 and gates traffic around them.
  */
 class EngineModeLoopbackTest {
 

@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
-/** {@code stitch sidecar} option parsing and validation (board-and-sidecar.md 8, 10.2). */
+/** {@code stitch sidecar} option parsing and validation (docs/protocol/cli-and-config.md §8, 10.2). */
 class SidecarCommandTest {
 
     private static SidecarConfig parse(String... args) {

@@ -15,7 +15,7 @@ import java.util.OptionalLong;
 import java.util.function.Supplier;
 
 /**
- * The sidecar-owned routes of board-and-sidecar.md 5, answered from the sync worker's status snapshot:
+ * The sidecar-owned routes of docs/protocol/sidecar-http.md §5, answered from the sync worker's status snapshot:
  * nothing here waits for the board, the engine or the admission gate's commit.
  */
 public final class ControlEndpoints implements SidecarEndpoints {

@@ -6,7 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 
 /**
- * Calls the control plane for a sidecar-owned route (board-and-sidecar.md 5). The call runs on an
+ * Calls the control plane for a sidecar-owned route (docs/protocol/sidecar-http.md §5). The call runs on an
  * executor of its own because the control plane may wait for its locks, which an event loop must not.
  */
 final class ControlPlaneCall {

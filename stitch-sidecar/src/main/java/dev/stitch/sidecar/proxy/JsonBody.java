@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.util.Locale;
 
 /**
- * A message body read as JSON when its {@code Content-Type} says so (board-and-sidecar.md 4.1):
+ * A message body read as JSON when its {@code Content-Type} says so (docs/protocol/sidecar-http.md §4.1):
  * a top-level object opens a {@link JsonObjectEditor}, any other document is only validated.
  * Requests and engine responses are read through {@link #read(String, byte[])} alone, so the rules
  * for recognising and decoding a JSON body change in one place.

@@ -510,7 +510,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
         reject(HttpResponseStatus.GATEWAY_TIMEOUT, "EngineTimeout", ProxyErrors.engineTimeout(msg), false);
     }
 
-    /** A drain timed out while this request held its lease (board-and-sidecar.md 6.4). */
+    /** A drain timed out while this request held its lease (docs/protocol/sync-and-engines.md §6.4). */
     private void preempted() {
         if (phase == Phase.DONE || lease == null) {
             return;

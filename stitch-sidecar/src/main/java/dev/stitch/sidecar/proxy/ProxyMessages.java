@@ -24,7 +24,7 @@ import java.util.Set;
 /**
  * The HTTP messages the proxy builds: the request forwarded to the engine, the relayed or stamped
  * response heads, control-plane and error answers, and their framing headers
- * (board-and-sidecar.md 4.3, 4.5–4.7).
+ * (docs/protocol/sidecar-http.md §4.3, 4.5–4.7).
  */
 final class ProxyMessages {
     private static final Set<String> HOP_BY_HOP = Set.copyOf(ProxyServer.hopByHop());

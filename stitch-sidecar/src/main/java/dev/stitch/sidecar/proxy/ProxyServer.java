@@ -23,7 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The sidecar's data plane (board-and-sidecar.md 4): an HTTP/1.1 server that gates versioned
+ * The sidecar's data plane (docs/protocol/sidecar-http.md §4): an HTTP/1.1 server that gates versioned
  * requests through {@link AdmissionControl}, rewrites and forwards them to the engine over pooled
  * keep-alive connections, stamps responses with the versions that served them, relays streams chunk
  * by chunk, and answers the sidecar-owned routes through {@link SidecarEndpoints}.
@@ -36,7 +36,7 @@ public final class ProxyServer implements AutoCloseable {
     /** The default listen address: loopback, so exposing the port is a deliberate {@code --host}. */
     public static final String DEFAULT_HOST = "127.0.0.1";
 
-    /** The versioned routes of board-and-sidecar.md 4.1 (default of {@code versioned_routes}). */
+    /** The versioned routes of docs/protocol/sidecar-http.md §4.1 (default of {@code versioned_routes}). */
     public static final Set<String> DEFAULT_VERSIONED_ROUTES = Set.of("generate", "v1/chat/completions", "v1/completions");
 
     /** Routes answered by the control plane, never proxied and never gated. */
@@ -52,7 +52,7 @@ public final class ProxyServer implements AutoCloseable {
             "update_weights_from_distributed", "update_weights_from_tensor");
 
     /**
-     * Data-plane settings (board-and-sidecar.md 8).
+     * Data-plane settings (docs/protocol/cli-and-config.md §8).
      *
      * @param host                   listen address
      * @param port                   listen port; 0 picks a free one (see {@link #port()})
@@ -106,7 +106,7 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         /**
-         * Defaults of board-and-sidecar.md 8 for this engine URL, listening on 127.0.0.1:8000: loopback
+         * Defaults of docs/protocol/cli-and-config.md §8 for this engine URL, listening on 127.0.0.1:8000: loopback
          * unless an operator opens the port on purpose (security.md, "Deployment").
          */
         public static Config defaults(URI upstream) {

@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Data-plane counters (board-and-sidecar.md 5, Prometheus metrics): requests by route and status,
+ * Data-plane counters (docs/protocol/sidecar-http.md §5, Prometheus metrics): requests by route and status,
  * rejections by error type, requests in flight and drain preemptions. The control plane's
  * {@code /metrics} appends them with {@link #appendPrometheus(StringBuilder)}.
  */

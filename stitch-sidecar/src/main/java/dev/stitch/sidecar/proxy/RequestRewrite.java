@@ -13,7 +13,7 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Decides what the data plane does with one well-formed request before any I/O: answer it with an
  * error, hand it to the control plane, forward it at once, or put it through admission
- * (board-and-sidecar.md 4.1–4.3). Plain Java over the route, the {@code Content-Type} and the body
+ * (docs/protocol/sidecar-http.md §4.1–4.3). Plain Java over the route, the {@code Content-Type} and the body
  * bytes, so every request rule is testable without a socket.
  */
 final class RequestRewrite {
@@ -33,11 +33,11 @@ final class RequestRewrite {
     record Answer(int status, String rejectionType, byte[] body) implements Decision {
     }
 
-    /** Hand a sidecar-owned route to the control plane, bypassing the gate (board-and-sidecar.md 5). */
+    /** Hand a sidecar-owned route to the control plane, bypassing the gate (docs/protocol/sidecar-http.md §5). */
     record Endpoint(String route) implements Decision {
     }
 
-    /** Forward at once, ungated, with this body (board-and-sidecar.md 4.6). */
+    /** Forward at once, ungated, with this body (docs/protocol/sidecar-http.md §4.6). */
     record Forward(byte[] body) implements Decision {
     }
 
@@ -78,7 +78,7 @@ final class RequestRewrite {
             return invalidRequest("malformed JSON body: " + JsonBody.firstLine(e.getMessage()));
         }
         if (route.kind() == RouteTable.Kind.PASS_THROUGH) {
-            // board-and-sidecar.md 4.6: the constraint is stripped unvalidated and nothing else changes.
+            // docs/protocol/sidecar-http.md §4.6: the constraint is stripped unvalidated and nothing else changes.
             if (object != null && object.member("weight_version") != null) {
                 object.remove("weight_version");
                 return new Forward(object.toBytes());
@@ -112,7 +112,7 @@ final class RequestRewrite {
         return new Admit(VersionedRequest.ofObject(constraint, rids(object), object, (ExtraKey.UserKey) user));
     }
 
-    /** The rids of an object body (board-and-sidecar.md 4.3 step 2); an absent or null rid gets a fresh one. */
+    /** The rids of an object body (docs/protocol/sidecar-http.md §4.3 step 2); an absent or null rid gets a fresh one. */
     private static List<String> rids(JsonObjectEditor object) {
         JsonObjectEditor.Member rid = object.member("rid");
         JsonNode ridNode = rid == null ? null : tree(object.rawValue(rid));

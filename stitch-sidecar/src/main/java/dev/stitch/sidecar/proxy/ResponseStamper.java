@@ -7,8 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.function.BiConsumer;
 
 /**
- * Stamps an admitted versioned response with the versions that served it (board-and-sidecar.md
- * 4.5, 4.6): the version headers, the version members of a JSON body, and the closing SSE comment
+ * Stamps an admitted versioned response with the versions that served it (docs/protocol/sidecar-http.md §4.5, 4.6): the version headers, the version members of a JSON body, and the closing SSE comment
  * of an event stream. A body whose engine reports its own {@code weight_version} is stamped only when
  * that label names a version the sidecar served during the request; otherwise the stamp would be false
  * ({@link LabelMismatch}). Plain Java over header setters and body bytes; the relay decides when each
@@ -151,7 +150,7 @@ final class ResponseStamper {
         } else if (top.firstByte(meta) == '{') {
             JsonObjectEditor inner = JsonObjectEditor.parse(top.rawValue(meta));
             requireAgreement(label(inner), end);
-            // The engine's own label is overwritten with the string form of start (board-and-sidecar.md 4.5).
+            // The engine's own label is overwritten with the string form of start (docs/protocol/sidecar-http.md §4.5).
             inner.put("weight_version", JsonObjectEditor.quote(Long.toString(startVersion)));
             inner.put("weight_version_start", JsonObjectEditor.number(startVersion));
             inner.put("weight_version_end", JsonObjectEditor.number(end));

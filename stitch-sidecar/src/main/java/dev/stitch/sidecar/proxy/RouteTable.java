@@ -3,7 +3,7 @@ package dev.stitch.sidecar.proxy;
 import java.util.Set;
 
 /**
- * Which kind of route a request target names (board-and-sidecar.md 4.1): versioned (gated and
+ * Which kind of route a request target names (docs/protocol/sidecar-http.md §4.1): versioned (gated and
  * stamped), sidecar-owned (answered by the control plane), blocked (403), or pass-through. Every
  * request target becomes a route name through {@link #routeOf(String)} and nowhere else, so the
  * spelling rules for paths live in one place.
@@ -12,13 +12,13 @@ final class RouteTable {
 
     /** How the data plane treats a route. */
     enum Kind {
-        /** Gated by admission, rewritten and stamped (board-and-sidecar.md 4.3–4.5). */
+        /** Gated by admission, rewritten and stamped (docs/protocol/sidecar-http.md §4.3–4.5). */
         VERSIONED,
-        /** Answered by the control plane without the gate (board-and-sidecar.md 5). */
+        /** Answered by the control plane without the gate (docs/protocol/sidecar-http.md §5). */
         SIDECAR,
         /** Never forwarded: 403 {@code RouteBlocked} for any method. */
         BLOCKED,
-        /** Forwarded as is, ungated and unstamped (board-and-sidecar.md 4.6). */
+        /** Forwarded as is, ungated and unstamped (docs/protocol/sidecar-http.md §4.6). */
         PASS_THROUGH,
         /** A target whose decoded path is ambiguous or invalid: 400, never forwarded. */
         MALFORMED

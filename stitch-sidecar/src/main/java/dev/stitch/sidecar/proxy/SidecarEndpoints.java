@@ -1,7 +1,7 @@
 package dev.stitch.sidecar.proxy;
 
 /**
- * The sidecar-owned routes (board-and-sidecar.md 5), answered by the control plane; the data plane
+ * The sidecar-owned routes (docs/protocol/sidecar-http.md §5), answered by the control plane; the data plane
  * routes to them without touching the admission gate. Implementations must not block on board I/O.
  */
 public interface SidecarEndpoints {

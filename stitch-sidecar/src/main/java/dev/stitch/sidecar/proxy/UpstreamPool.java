@@ -113,7 +113,7 @@ final class UpstreamPool implements AutoCloseable {
     }
 
     /**
-     * Best-effort {@code POST /abort_request {"rid": rid}} (board-and-sidecar.md 4.7); failures are
+     * Best-effort {@code POST /abort_request {"rid": rid}} (docs/protocol/sidecar-http.md §4.7); failures are
      * logged, the call gives up after {@code timeout}.
      */
     void abort(EventLoop loop, String rid, Duration timeout) {

@@ -8,7 +8,7 @@ import java.util.List;
 /**
  * A request on a versioned route that passed validation and waits for admission: its constraint,
  * the rids to abort it by, and the body to forward once the start version is known
- * (board-and-sidecar.md 4.3). Object bodies already have {@code weight_version} removed and a
+ * (docs/protocol/sidecar-http.md §4.3). Object bodies already have {@code weight_version} removed and a
  * {@code rid} added where it was missing; array and non-JSON bodies are forwarded unchanged.
  */
 final class VersionedRequest {
@@ -28,7 +28,7 @@ final class VersionedRequest {
         this.userKey = userKey;
     }
 
-    /** A body that is not a JSON object: admitted unconstrained and forwarded byte for byte (board-and-sidecar.md 4.2). */
+    /** A body that is not a JSON object: admitted unconstrained and forwarded byte for byte (docs/protocol/sidecar-http.md §4.2). */
     static VersionedRequest unconstrained(byte[] body) {
         return new VersionedRequest(VersionConstraint.NONE, List.of(), body, null, null);
     }
@@ -51,7 +51,7 @@ final class VersionedRequest {
 
     /**
      * The body to forward once admitted at {@code startVersion}: an object body gets the composed
-     * {@code extra_key} (board-and-sidecar.md 4.3 step 3), any other body is unchanged. A request
+     * {@code extra_key} (docs/protocol/sidecar-http.md §4.3 step 3), any other body is unchanged. A request
      * is admitted once, so the first call fixes the body.
      *
      * @param runId the current run, or null

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** Conformance cases 21–34, 38–39 (routing) and 67 of board-and-sidecar.md 9, over loopback. */
+/** Conformance cases 21–34, 38–39 (routing) and 67 of docs/conformance.md §9, over loopback. */
 class ProxyServerTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String GEN_OK = "{\"text\":\"ok\",\"meta_info\":{\"finish_reason\":{\"type\":\"length\"}}}";

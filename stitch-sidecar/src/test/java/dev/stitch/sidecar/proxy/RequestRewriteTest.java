@@ -17,7 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
-/** Request decisions and the forwarded-body rewrite of board-and-sidecar.md 4.1–4.3, without a socket. */
+/** Request decisions and the forwarded-body rewrite of docs/protocol/sidecar-http.md §4.1–4.3, without a socket. */
 class RequestRewriteTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String TYPE = "application/json";

@@ -13,7 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** Response stamps of board-and-sidecar.md 4.5–4.6 on plain bytes and header setters. */
+/** Response stamps of docs/protocol/sidecar-http.md §4.5–4.6 on plain bytes and header setters. */
 class ResponseStamperTest {
     private static final String TYPE = "application/json";
 

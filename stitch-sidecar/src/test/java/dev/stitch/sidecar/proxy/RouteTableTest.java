@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** Route names and kinds of board-and-sidecar.md 4.1, from raw request targets. */
+/** Route names and kinds of docs/protocol/sidecar-http.md §4.1, from raw request targets. */
 class RouteTableTest {
     private final RouteTable table = new RouteTable(ProxyServer.DEFAULT_VERSIONED_ROUTES);
 

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * SSE streams relayed through the proxy (board-and-sidecar.md 4.6): whatever the engine's chunk
+ * SSE streams relayed through the proxy (docs/protocol/sidecar-http.md §4.6): whatever the engine's chunk
  * boundaries (inside a field name, between CR and LF, inside a multi-byte character, empty chunks),
  * the client gets the engine's bytes unchanged, then the end comment once on versioned routes.
  */
