@@ -15,7 +15,7 @@ import java.util.function.Predicate;
  *
  * <p>Writers use {@link FilesystemBulletinBoard}, which adds publishing, claim, gc and orphan handling.
  */
-public interface BulletinBoard {
+public interface BulletinBoard extends java.io.Closeable {
 
     /** Opens a stitch-layout board at {@code root} with default options (the directory need not exist yet). */
     static BulletinBoard open(Path root) {
@@ -30,7 +30,23 @@ public interface BulletinBoard {
         };
     }
 
-    /** The board's root directory (for HEAD, the run directory). */
+    /**
+     * Opens the board at {@code address} for reading: a directory with {@code layout}, or a remote
+     * stitch-layout board read through the verified cache {@code remote} describes (docs/protocol/board.md §7).
+     */
+    static BulletinBoard open(BoardAddress address, BoardLayout layout, BoardOptions options, RemoteBoardOptions remote)
+            throws IOException {
+        if (!address.isRemote()) {
+            return open(address.path(), layout, options);
+        }
+        if (layout != BoardLayout.STITCH) {
+            throw new IllegalArgumentException("only stitch-layout boards can be read from " + address.uri().getScheme()
+                    + ": storage; the " + layout.label() + " layout needs a directory");
+        }
+        return RemoteBulletinBoard.open(address, options, remote);
+    }
+
+    /** The board's root directory (for HEAD, the run directory; for a remote board, its local cache). */
     Path root();
 
     /** The layout this board reads. */
@@ -97,6 +113,18 @@ public interface BulletinBoard {
     /** As {@link #verifyArtifacts(Manifest, boolean)}, restricted to the artifacts {@code which} accepts. */
     VerificationReport verifyArtifacts(Manifest manifest, Predicate<Artifact> which, boolean requireChecksums)
             throws IOException;
+
+    /**
+     * Tells the board that versions up to {@code version} are applied and their files no longer needed;
+     * a remote board may then evict them from its cache (docs/protocol/board.md §7.5).
+     */
+    default void appliedUpTo(long version) {
+    }
+
+    /** Releases the board's connections and threads; a file-system board holds none. */
+    @Override
+    default void close() throws IOException {
+    }
 
     /** The absolute path of {@code artifact} of {@code version} (its path was checked when the manifest was read). */
     default Path artifactPath(long version, Artifact artifact) {

@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * }
  * }</pre>
  */
-public final class FilesystemBulletinBoard implements BulletinBoard {
+public final class FilesystemBulletinBoard implements PublishingBoard {
     /** Directory of the versions under the root. */
     public static final String VERSIONS_DIR = "versions";
     /** Directory of archived runs under the root. */
@@ -55,11 +55,6 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
     static final String ORPHAN_SUFFIX = ".orphan";
     /** Suffix of a latest version moved aside by {@link BoardRepair} because it could not be read or verified. */
     static final String BROKEN_SUFFIX = ".broken";
-    /**
-     * How many versions below the pointer the anchor search probes before giving up when it finds no
-     * manifest at all: a healthy board has latest's manifest, so only a broken or hostile pointer gets here.
-     */
-    static final int ANCHOR_PROBE_LIMIT = 1024;
     /** Largest manifest or pointer file read; anything bigger is refused rather than loaded. */
     static final long MAX_DOCUMENT_BYTES = 64L << 20;
 
@@ -108,6 +103,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
     }
 
     /** The options this board was opened with. */
+    @Override
     public BoardOptions options() {
         return options;
     }
@@ -158,30 +154,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
 
     @Override
     public OptionalLong newestAnchorAtOrBelow(long version) throws IOException {
-        // Versions above latest are never published; GC only deletes whole prefixes below an anchor, so
-        // below the first manifest found, the next missing one ends the search.
-        long start = Math.min(version, readPointerNoRefresh().version());
-        boolean found = false;
-        for (long v = start; v >= 1; v--) {
-            Manifest m;
-            try {
-                m = readManifest(v);
-                found = true;
-            } catch (NoSuchFileException e) {
-                if (found || start - v >= ANCHOR_PROBE_LIMIT - 1) {
-                    return OptionalLong.empty();
-                }
-                continue;
-            } catch (ProtocolException e) {
-                found = true;
-                LOG.debug("skipping unreadable manifest of version {} in the anchor search: {}", v, e.getMessage());
-                continue;
-            }
-            if (m.isAnchor()) {
-                return OptionalLong.of(v);
-            }
-        }
-        return OptionalLong.empty();
+        return AnchorSearch.newestAtOrBelow(this, Math.min(version, readPointerNoRefresh().version()));
     }
 
     @Override
@@ -202,6 +175,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
      * @throws PointerSkipException     the version is more than one past latest
      * @throws PointerConflictException another run owns the board and {@code version > 1}
      */
+    @Override
     public VersionPublication beginPublish(String runId, long version) throws IOException {
         PointerMoves.checkWritableRunId(runId);
         if (version < 1) {
@@ -215,7 +189,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         options.files().createDirectories(versions);
         Path staging = versions.resolve("." + WeightIdentity.format(version) + "." + AtomicFiles.randomHex16() + STAGING_SUFFIX);
         Files.createDirectory(staging);
-        return new VersionPublication(this, runId, version, staging);
+        return new VersionPublication(options.files(), publicationTarget, runId, version, staging);
     }
 
     /**
@@ -225,6 +199,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
      *
      * @throws PointerRewindException when {@code runId} already published versions
      */
+    @Override
     public LatestPointer claim(String runId) throws IOException {
         Objects.requireNonNull(runId, "a claim needs a run id");
         PointerMoves.checkWritableRunId(runId);
@@ -247,8 +222,32 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
         }
     }
 
-    /** Called by {@link VersionPublication#commit}: step 5 of 2.3. */
-    Manifest commitStaged(VersionPublication pub, Manifest manifest, byte[] manifestBytes) throws IOException {
+    /** The file-system side of a publication: the staged directory becomes the version by a rename. */
+    private final VersionPublication.PublicationTarget publicationTarget = new VersionPublication.PublicationTarget() {
+        @Override
+        public double now() {
+            return FilesystemBulletinBoard.this.now();
+        }
+
+        @Override
+        public void staged(VersionPublication pub, Artifact artifact, Path file) {
+        }
+
+        @Override
+        public Manifest commit(VersionPublication pub, Manifest manifest, byte[] bytes) throws IOException {
+            options.files().write(pub.stagingDirectory().resolve(Manifest.FILE_NAME), bytes);
+            options.files().fsyncDirectory(pub.stagingDirectory());
+            return commitStaged(pub, manifest, bytes);
+        }
+
+        @Override
+        public void discard(VersionPublication pub) throws IOException {
+            deleteTree(pub.stagingDirectory());
+        }
+    };
+
+    /** Step 5 of 2.3: under the lock, the staging directory becomes the version and the pointer advances. */
+    private Manifest commitStaged(VersionPublication pub, Manifest manifest, byte[] manifestBytes) throws IOException {
         long version = manifest.version();
         Path finalDir = versionDirectory(version);
         try (BoardLock lock = BoardLock.acquire(root, options)) {
@@ -315,6 +314,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
      * Entries that are not part of any published version: staging and orphan directories, version
      * directories above latest, stale lock files and temporaries, relative to the root.
      */
+    @Override
     public List<String> leftovers() throws IOException {
         LatestPointer current = readPointerNoRefresh();
         List<String> out = new ArrayList<>();
@@ -342,6 +342,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
      * the manifest lists them), broken lock files and an abandoned break guard. A stale lock (2.1) is
      * broken and removed first. With no anchor no version is deleted.
      */
+    @Override
     public GcReport gc(int keepLast, long minAgeSeconds) throws IOException {
         if (keepLast < 0 || minAgeSeconds < 0) {
             throw new IllegalArgumentException("keep and min age are non-negative");
@@ -664,6 +665,7 @@ public final class FilesystemBulletinBoard implements BulletinBoard {
     /** Names that belong to no version: staging, orphans, temporaries, broken locks. */
     private static boolean isLeftoverName(String name) {
         return name.endsWith(STAGING_SUFFIX) || name.endsWith(ORPHAN_SUFFIX) || name.endsWith(BROKEN_SUFFIX)
+                || (name.startsWith(".") && name.endsWith(RemotePublisher.CLAIM_SUFFIX))
                 || (name.startsWith(".") && name.endsWith(".tmp"))
                 || name.startsWith(BoardLock.STALE_PREFIX);
     }

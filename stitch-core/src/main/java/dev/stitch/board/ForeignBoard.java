@@ -110,7 +110,7 @@ final class ForeignBoard implements BulletinBoard {
                     return OptionalLong.of(v);
                 }
             } catch (NoSuchFileException e) {
-                if (found || version - v >= FilesystemBulletinBoard.ANCHOR_PROBE_LIMIT - 1) {
+                if (found || version - v >= AnchorSearch.PROBE_LIMIT - 1) {
                     return OptionalLong.empty();
                 }
             } catch (ProtocolException e) {

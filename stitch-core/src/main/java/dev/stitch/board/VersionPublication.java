@@ -17,15 +17,18 @@ import java.util.Set;
 
 /**
  * One version being published (docs/protocol/board.md §2.3 steps 2-5): artifacts are written into a
- * private staging directory, then {@link #commit} writes the manifest and moves the directory into
- * place under the board lock, advancing the pointer. Until the commit nothing is visible to readers;
- * {@link #close()} without a commit removes the staging directory.
+ * private local staging directory, then {@link #commit} publishes the manifest and advances the
+ * pointer: on a file system by moving the directory into place under the board lock, on object
+ * storage by uploading each artifact as it is recorded and creating the manifest and pointer with
+ * conditional writes (§7.3). Until the commit nothing is visible to readers; {@link #close()}
+ * without a commit removes the staging directory and whatever was uploaded.
  *
  * <p>Artifact methods may be called from several threads (e.g. one per shard); {@code commit} must
  * follow all of them.
  */
 public final class VersionPublication implements AutoCloseable {
-    private final FilesystemBulletinBoard board;
+    private final AtomicFiles files;
+    private final PublicationTarget target;
     private final String runId;
     private final long version;
     private final Path staging;
@@ -33,8 +36,9 @@ public final class VersionPublication implements AutoCloseable {
     private final Set<String> pending = new HashSet<>();
     private boolean finished;
 
-    VersionPublication(FilesystemBulletinBoard board, String runId, long version, Path staging) {
-        this.board = board;
+    VersionPublication(AtomicFiles files, PublicationTarget target, String runId, long version, Path staging) {
+        this.files = files;
+        this.target = target;
         this.runId = runId;
         this.version = version;
         this.staging = staging;
@@ -68,7 +72,7 @@ public final class VersionPublication implements AutoCloseable {
             throw new IllegalArgumentException("'" + Manifest.FILE_NAME + "' is written by the board, not as an artifact");
         }
         Path p = staging.resolve(relPath);
-        board.options().files().createDirectories(p.getParent());
+        files.createDirectories(p.getParent());
         return p;
     }
 
@@ -80,7 +84,7 @@ public final class VersionPublication implements AutoCloseable {
         reserve(relPath);
         boolean ok = false;
         try {
-            AtomicFiles.WrittenFile f = board.options().files().write(resolve(relPath), body);
+            AtomicFiles.WrittenFile f = files.write(resolve(relPath), body);
             Artifact a = Artifact.of(kind, relPath, f.sizeBytes(), f.xxh3());
             record(a);
             ok = true;
@@ -168,18 +172,16 @@ public final class VersionPublication implements AutoCloseable {
                 }
             }
             Manifest manifest = new Manifest(version, version - 1, fields.backend(), fields.loadFormat(),
-                    transitionFiles, list, board.now(), fields.deltaEncoding(), fields.compressionFormat(),
+                    transitionFiles, list, target.now(), fields.deltaEncoding(), fields.compressionFormat(),
                     fields.checksumFormat(), fields.transitionWeights(), runId, fields.baseModel(), null,
                     fields.metadata());
             byte[] bytes = manifest.toBytes();
-            board.options().files().write(staging.resolve(Manifest.FILE_NAME), bytes);
-            board.options().files().fsyncDirectory(staging);
-            Manifest published = board.commitStaged(this, manifest, bytes);
+            Manifest published = target.commit(this, manifest, bytes);
             ok = true;
             return published;
         } finally {
             if (!ok) {
-                FilesystemBulletinBoard.deleteTree(staging);
+                target.discard(this);
             }
         }
     }
@@ -192,7 +194,7 @@ public final class VersionPublication implements AutoCloseable {
             }
             finished = true;
         }
-        FilesystemBulletinBoard.deleteTree(staging);
+        target.discard(this);
     }
 
     /** Same as {@link #abort()}. */
@@ -222,8 +224,30 @@ public final class VersionPublication implements AutoCloseable {
         pending.remove(relPath);
     }
 
-    private synchronized void record(Artifact a) {
-        pending.remove(a.path());
-        artifacts.put(a.path(), a);
+    private void record(Artifact a) throws IOException {
+        synchronized (this) {
+            pending.remove(a.path());
+            artifacts.put(a.path(), a);
+        }
+        target.staged(this, a, staging.resolve(a.path()));
+    }
+
+    /**
+     * Where a publication goes: a file-system board or a remote one. Each sees the artifacts as they
+     * are recorded (a remote board starts uploading them while the next ones are written), then the
+     * commit or the discard.
+     */
+    interface PublicationTarget {
+        /** The time recorded as the manifest's {@code created_at}, in seconds. */
+        double now();
+
+        /** {@code artifact} is complete at {@code file} in the staging directory. */
+        void staged(VersionPublication pub, Artifact artifact, Path file) throws IOException;
+
+        /** Publishes {@code manifest} (whose canonical bytes are {@code bytes}) and advances the pointer. */
+        Manifest commit(VersionPublication pub, Manifest manifest, byte[] bytes) throws IOException;
+
+        /** Removes the staging directory and anything published of the version so far; idempotent. */
+        void discard(VersionPublication pub) throws IOException;
     }
 }
