@@ -148,6 +148,8 @@ final class ArtifactFetcher {
         private final TreeMap<Long, ByteBuffer> waiting = new TreeMap<>();
         private long hashedTo;
         private long recordedTo;
+        /** Set by a failing part before it frees its slot, so the launcher stops instead of waiting for slots held by parts the digest can no longer reach. */
+        private volatile boolean failed;
 
         RangedCopy(String key, String etag, FileChannel ch, StreamingCheck check, Path prefixFile, LongConsumer progress) {
             this.key = key;
@@ -175,7 +177,7 @@ final class ArtifactFetcher {
                         Thread.currentThread().interrupt();
                         throw new InterruptedIOException("interrupted fetching " + key);
                     }
-                    if (failed(parts)) {
+                    if (failed) {
                         window.release();
                         break;
                     }
@@ -204,15 +206,6 @@ final class ArtifactFetcher {
             }
         }
 
-        private boolean failed(List<Future<?>> parts) {
-            for (Future<?> f : parts) {
-                if (f.isDone() && f.state() == Future.State.FAILED) {
-                    return true;
-                }
-            }
-            return false;
-        }
-
         private void copyPart(long offset, int length) throws IOException {
             boolean handedOver = false;
             try {
@@ -234,6 +227,7 @@ final class ArtifactFetcher {
                 advance(offset, buf);
             } finally {
                 if (!handedOver) {
+                    failed = true;
                     window.release();
                 }
             }
