@@ -11,7 +11,7 @@ module dev.stitch.s3 {
     requires software.amazon.awssdk.awscore;
     requires software.amazon.awssdk.core;
     requires software.amazon.awssdk.http;
-    requires software.amazon.awssdk.http.urlconnection;
+    requires software.amazon.awssdk.http.apache;
     requires software.amazon.awssdk.regions;
     requires software.amazon.awssdk.retries;
     requires software.amazon.awssdk.retries.api;

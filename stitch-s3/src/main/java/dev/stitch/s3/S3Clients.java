@@ -5,12 +5,11 @@ import java.io.IOException;
 import java.util.List;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.core.exception.SdkClientException;
-import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.http.apache.ApacheHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.S3ClientBuilder;
-import software.amazon.awssdk.services.s3.S3Configuration;
 
 /**
  * Builds the S3 client of a board store the way AWS tools are configured (docs/protocol/board.md
@@ -32,13 +31,15 @@ final class S3Clients {
                 .credentialsProvider(credentials)
                 .region(region(options))
                 .forcePathStyle(options.s3PathStyle())
-                .httpClientBuilder(UrlConnectionHttpClient.builder()
+                // Apache HttpClient 4, not the JDK's HttpURLConnection (url-connection-client): HttpURLConnection
+                // silently sends a GET or HEAD again when the connection fails before the answer's head, a retry
+                // neither counted in the attempts nor reported; the SDK switches Apache's own retries off, so every
+                // retry is the strategy's. Apache also reads a 412 sent in place of "100 Continue" as the answer.
+                .httpClientBuilder(ApacheHttpClient.builder()
                         .connectionTimeout(options.timeout())
-                        .socketTimeout(options.timeout()))
-                // HttpURLConnection turns a final answer to "Expect: 100-continue" (a 404 or 412 before the body)
-                // into a ProtocolException that the SDK retries; without the header every answer is read as an
-                // answer. The cost, sending a refused body, falls on conditional writes that lose a race.
-                .serviceConfiguration(S3Configuration.builder().expectContinueEnabled(false).build())
+                        .socketTimeout(options.timeout())
+                        // every part and ranged read in flight holds a connection; the SDK's default is 50
+                        .maxConnections(Math.max(50, 4 * options.concurrency())))
                 // Integrity: the SDK's default flexible checksums stay on (requestChecksumCalculation
                 // WHEN_SUPPORTED): every PutObject and UploadPart carries a CRC32 trailer the server verifies
                 // before it stores the bytes (s3proxy answers a mismatch with 400 BadDigest, as S3 does).
