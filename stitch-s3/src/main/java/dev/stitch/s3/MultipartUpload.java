@@ -144,8 +144,7 @@ final class MultipartUpload {
             store.abort(new PendingUpload(key, uploadId, null));
             log.debug("aborted multipart upload {} of {} after {}", uploadId, location.describe(key), failure.toString());
         } catch (IOException | RuntimeException e) {
-            log.warn("could not abort multipart upload {} of {} after {}; gc releases it: {}", uploadId,
-                    location.describe(key), failure.getMessage(), e.getMessage());
+            log.warn("could not abort a failed upload; gc releases it: {}", e.getMessage());
             failure.addSuppressed(e);
         } finally {
             if (interrupted) {

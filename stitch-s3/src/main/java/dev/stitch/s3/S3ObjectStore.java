@@ -283,7 +283,7 @@ public final class S3ObjectStore implements ObjectStore {
     @Override
     public void abort(PendingUpload upload) throws IOException {
         try {
-            call("abort upload " + upload.uploadId() + " of", upload.key(), null, () -> s3.abortMultipartUpload(
+            call("abort multipart upload " + upload.uploadId() + " of", upload.key(), null, () -> s3.abortMultipartUpload(
                     b -> b.bucket(location.bucket()).key(location.objectKey(upload.key())).uploadId(upload.uploadId())));
         } catch (NoSuchFileException e) {
             // NoSuchUpload: completed or aborted already; either way nothing of it is left to release
