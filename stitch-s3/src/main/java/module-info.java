@@ -3,15 +3,17 @@
  * v2. stitch-core finds it through {@link java.util.ServiceLoader}, so only users of S3 boards carry
  * the SDK.
  */
-@SuppressWarnings("requires-automatic") // the AWS SDK jars have only automatic module names
+// "s3" ends in a digit, which javac frowns on for module names; the AWS SDK jars have only automatic module names
+@SuppressWarnings({"module", "requires-automatic"})
 module dev.stitch.s3 {
-    requires dev.stitch.core;
+    // the store's API is core's ObjectStore SPI
+    requires transitive dev.stitch.core;
     requires org.slf4j;
     requires software.amazon.awssdk.auth;
     requires software.amazon.awssdk.awscore;
     requires software.amazon.awssdk.core;
     requires software.amazon.awssdk.http;
-    requires software.amazon.awssdk.http.apache;
+    requires software.amazon.awssdk.http.apache5;
     requires software.amazon.awssdk.regions;
     requires software.amazon.awssdk.retries;
     requires software.amazon.awssdk.retries.api;

@@ -5,7 +5,7 @@ import java.io.IOException;
 import java.util.List;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.core.exception.SdkClientException;
-import software.amazon.awssdk.http.apache.ApacheHttpClient;
+import software.amazon.awssdk.http.apache5.Apache5HttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.regions.providers.DefaultAwsRegionProviderChain;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -31,11 +31,11 @@ final class S3Clients {
                 .credentialsProvider(credentials)
                 .region(region(options))
                 .forcePathStyle(options.s3PathStyle())
-                // Apache HttpClient 4, not the JDK's HttpURLConnection (url-connection-client): HttpURLConnection
+                // Apache HttpClient 5, not the JDK's HttpURLConnection (url-connection-client): HttpURLConnection
                 // silently sends a GET or HEAD again when the connection fails before the answer's head, a retry
                 // neither counted in the attempts nor reported; the SDK switches Apache's own retries off, so every
-                // retry is the strategy's. Apache also reads a 412 sent in place of "100 Continue" as the answer.
-                .httpClientBuilder(ApacheHttpClient.builder()
+                // retry is the strategy's (more in the pom).
+                .httpClientBuilder(Apache5HttpClient.builder()
                         .connectionTimeout(options.timeout())
                         .socketTimeout(options.timeout())
                         // every part and ranged read in flight holds a connection; the SDK's default is 50
