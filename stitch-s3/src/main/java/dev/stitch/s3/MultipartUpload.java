@@ -22,7 +22,7 @@ import software.amazon.awssdk.services.s3.model.CompletedPart;
 import software.amazon.awssdk.services.s3.model.UploadPartResponse;
 
 /**
- * One create of a large file as a multipart upload (docs/protocol/board.md §7.2): parts of
+ * One create of a large file as a multipart upload (docs/protocol/board.md §7): parts of
  * {@link StoreOptions#partBytes()} uploaded {@link StoreOptions#concurrency()} at a time, each
  * streamed from the file by positional reads (memory stays bounded by the SDK's chunk buffers, not
  * the part size), then completed with {@code If-None-Match: *} so the key appears whole, and only if

@@ -167,35 +167,37 @@ public final class S3ObjectStore implements ObjectStore {
             long before = done;
             Exception broken = null;
             try (in) {
-                Long declared = in.response().contentLength();
-                if (in.response().contentRange() == null && from != 0) {
-                    in.abort();
-                    throw new IOException(location.describe(key) + " ignored the Range header (answered the whole object for bytes "
-                            + from + "-" + to + ")");
-                }
-                if (declared != null && declared != to - from + 1) {
-                    in.abort();
-                    throw new IOException(location.describe(key) + " answered " + declared + " bytes for the range " + from + "-" + to
-                            + " (the object is shorter than the range)");
-                }
-                while (done < length) {
-                    int n;
-                    try {
-                        n = in.read(buf, 0, (int) Math.min(buf.length, length - done));
-                    } catch (IOException | SdkException e) {
-                        broken = e;
-                        break;
+                try {
+                    Long declared = in.response().contentLength();
+                    if (in.response().contentRange() == null && from != 0) {
+                        throw new IOException(location.describe(key) + " ignored the Range header (answered the whole object for bytes "
+                                + from + "-" + to + ")");
                     }
-                    if (n < 0) {
-                        break;
+                    if (declared != null && declared != to - from + 1) {
+                        throw new IOException(location.describe(key) + " answered " + declared + " bytes for the range " + from + "-"
+                                + to + " (the object is shorter than the range)");
                     }
-                    view.clear().limit(n);
-                    sink.accept(view); // a failing sink is the caller's error, never retried
-                    done += n;
-                    options.listener().received(n);
-                }
-                if (done < length) {
-                    in.abort();
+                    while (done < length) {
+                        int n;
+                        try {
+                            n = in.read(buf, 0, (int) Math.min(buf.length, length - done));
+                        } catch (IOException | SdkException e) {
+                            broken = e;
+                            break;
+                        }
+                        if (n < 0) {
+                            break;
+                        }
+                        view.clear().limit(n);
+                        sink.accept(view); // a failing sink is the caller's error, never retried
+                        done += n;
+                        options.listener().received(n);
+                    }
+                } finally {
+                    if (done < length) {
+                        // closing would read the rest of the range to keep the connection; abort drops it instead
+                        in.abort();
+                    }
                 }
             }
             if (done < length) {

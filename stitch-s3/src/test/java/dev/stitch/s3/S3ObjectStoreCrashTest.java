@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The server dies in the middle of a multipart upload (docs/protocol/board.md §7.2): the create fails
+ * The server dies in the middle of a multipart upload (docs/protocol/board.md §7): the create fails
  * with an error naming the object, the key never appears, what the failed abort left behind is
  * listed and released once the server is back, and the create then succeeds.
  */

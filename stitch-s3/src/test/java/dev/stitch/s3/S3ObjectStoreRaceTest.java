@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Two writers create the same key at once (docs/protocol/board.md §7.2): exactly one wins, the other
+ * Two writers create the same key at once (docs/protocol/board.md §7): exactly one wins, the other
  * is refused with {@link PreconditionFailedException}, and the object is the winner's, whole.
  */
 class S3ObjectStoreRaceTest {

@@ -34,10 +34,12 @@ import software.amazon.awssdk.services.s3.S3Client;
  * maven-dependency-plugin copies it to {@code target/s3proxy/s3proxy.jar} in every module that
  * declares that plugin, and surefire passes the path as system property {@value #JAR_PROPERTY}.
  *
- * <p>The backend is jclouds' {@code filesystem} provider: s3proxy evaluates {@code If-None-Match}
- * natively there (in the write itself, for plain and multipart uploads alike), where other
- * providers check first and write after, which two racing creates could both pass. {@code If-Match}
- * stays a check followed by a write on every local backend, atomic only within the one s3proxy.
+ * <p>The backend is jclouds' {@code filesystem} provider: s3proxy 4.1.0 lists it (with the in-memory
+ * {@code transient}, which a restart would empty) in {@code Quirks.NATIVE_IF_NONE_MATCH} and
+ * {@code NATIVE_CONDITIONAL_COMPLETE}, so {@code If-None-Match: *} is decided in the write itself, for
+ * PutObject and CompleteMultipartUpload alike; for other providers s3proxy checks first and writes
+ * after, which two racing creates could both pass, or refuses conditional writes (501). {@code If-Match}
+ * stays a check followed by a write on the filesystem, atomic only within the one s3proxy process.
  *
  * <p>{@link #start()} also points the SDK's default credentials chain at this server's fixed
  * identity, through the {@code aws.accessKeyId} and {@code aws.secretAccessKey} system properties
