@@ -16,6 +16,8 @@ module dev.stitch.sidecar {
     requires java.management;
     requires java.net.http;
     requires org.slf4j;
+    // s3:// boards: nothing here names its classes, but the store provider must be in the module graph.
+    requires dev.stitch.s3;
 
     exports dev.stitch.cli;
     exports dev.stitch.engine;

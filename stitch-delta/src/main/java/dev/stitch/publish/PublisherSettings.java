@@ -1,6 +1,6 @@
 package dev.stitch.publish;
 
-import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.board.PublishingBoard;
 import dev.stitch.format.DeltaFormat;
 import dev.stitch.format.FormatOptions;
 import java.util.List;
@@ -23,7 +23,7 @@ import java.util.Map;
  * @param metadata            entries of every manifest's {@code metadata}
  * @param progress            progress listener
  */
-record PublisherSettings(FilesystemBulletinBoard board, String runId, List<DeltaFormat> formats,
+record PublisherSettings(PublishingBoard board, String runId, List<DeltaFormat> formats,
                          FormatOptions formatOptions, int anchorInterval, int keepLast, long gcMinAgeSeconds,
                          boolean recordWeightsDigest, boolean allowFullFallback, String baseModel,
                          Map<String, String> metadata, PublishProgress progress) {

@@ -1,6 +1,10 @@
 package dev.stitch.publish;
 
+import dev.stitch.board.BoardAddress;
+import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.board.PublishingBoard;
+import dev.stitch.board.RemoteBoardOptions;
 import dev.stitch.encode.DeltaEncoder;
 import dev.stitch.encode.EncodedVersion;
 import dev.stitch.encode.Snapshot;
@@ -101,7 +105,7 @@ public final class WeightPublisher implements AutoCloseable {
     }
 
     /** The board this publisher writes. */
-    public FilesystemBulletinBoard board() {
+    public PublishingBoard board() {
         return settings.board();
     }
 
@@ -287,7 +291,7 @@ public final class WeightPublisher implements AutoCloseable {
 
     /** Configures a {@link WeightPublisher}; only the board is required. */
     public static final class Builder {
-        private FilesystemBulletinBoard board;
+        private PublishingBoard board;
         private String runId;
         private List<DeltaFormat> backends = List.of(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL);
         private FormatOptions formatOptions = FormatOptions.defaults();
@@ -308,8 +312,8 @@ public final class WeightPublisher implements AutoCloseable {
         private Builder() {
         }
 
-        /** The board to publish to. */
-        public Builder board(FilesystemBulletinBoard board) {
+        /** The board to publish to: a directory, or S3 (docs/protocol/board.md §7). */
+        public Builder board(PublishingBoard board) {
             this.board = Objects.requireNonNull(board, "board");
             return this;
         }
@@ -317,6 +321,16 @@ public final class WeightPublisher implements AutoCloseable {
         /** A stitch-layout board at {@code root} with default options (created on the first publish). */
         public Builder board(Path root) {
             return board(FilesystemBulletinBoard.open(root));
+        }
+
+        /**
+         * The board at {@code location}: a path, {@code file:} or {@code s3://bucket/prefix} URI, with
+         * default options (S3 through the AWS credential, region and endpoint chains; stitch-s3 on the
+         * class path). HTTP boards are read-only and refused.
+         */
+        public Builder board(java.net.URI location) throws java.io.IOException {
+            BoardAddress address = BoardAddress.parse(location.toString());
+            return board(PublishingBoard.open(address, BoardOptions.defaults(), RemoteBoardOptions.defaults(address)));
         }
 
         /** The run (fencing epoch); null (the default) publishes on a run-less board. */

@@ -10,6 +10,9 @@ import dev.stitch.apply.HostState;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
 import dev.stitch.board.ArtifactVerificationException;
+import dev.stitch.board.BoardAddress;
+import dev.stitch.board.BoardLayout;
+import dev.stitch.board.BoardOptions;
 import dev.stitch.board.BulletinBoard;
 import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.ArtifactKind;
@@ -43,8 +46,13 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
     /** Replay at most this many versions before preferring an anchor (docs/protocol/sync-and-engines.md §6.3). */
     static final int MAX_REPLAY_VERSIONS = 8;
 
-    @Option(names = "--board", required = true, paramLabel = "DIR", description = "Board root directory.")
-    Path boardRoot;
+    @Option(names = "--board", required = true, paramLabel = "BOARD",
+            description = "The board: a directory, s3://bucket/prefix, or an http(s):// prefix (versions are fetched into "
+                    + "--cache-dir and verified before a byte is applied).")
+    String boardLocation;
+
+    @picocli.CommandLine.Mixin
+    RemoteBoardFlags remote;
 
     @Option(names = "--target", required = true, paramLabel = "V", description = "Version to reach (at most the board's latest).")
     long target;
@@ -69,8 +77,10 @@ public final class ApplyCommand implements StitchSubcommand, Runnable {
     @Override
     public void run() {
         PrintStream err = System.err;
-        BulletinBoard board = BulletinBoard.open(boardRoot);
-        try (HostApplier applier = HostApplier.open(checkpoint)) {
+        BoardAddress address = RemoteBoardFlags.address(boardLocation);
+        try (BulletinBoard board = BulletinBoard.open(address, BoardLayout.STITCH, BoardOptions.defaults(),
+                remote.options(address));
+             HostApplier applier = HostApplier.open(checkpoint)) {
             LatestPointer pointer = board.readLatest();
             if (target < 0 || target > pointer.version()) {
                 throw new CliFailure("target version " + target + " is not published (the board's latest is " + pointer.version() + ")");

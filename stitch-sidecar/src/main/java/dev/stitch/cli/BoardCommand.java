@@ -4,6 +4,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.board.ArtifactVerificationException;
+import dev.stitch.board.BoardAddress;
+import dev.stitch.board.PublishingBoard;
+import dev.stitch.board.RemoteBulletinBoard;
 import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.BulletinBoard;
@@ -49,8 +52,12 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
 
     /** Options shared by the reading subcommands (a picocli mixin). */
     static final class ReadOptions {
-        @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory.")
-        Path root;
+        @Option(names = {"--board", "--root"}, required = true, paramLabel = "BOARD",
+                description = "The board: a directory (or file: URI), s3://bucket/prefix, or an http(s):// prefix.")
+        String board;
+
+        @picocli.CommandLine.Mixin
+        RemoteBoardFlags remote;
 
         @Option(names = "--layout", defaultValue = "stitch", paramLabel = "LAYOUT",
                 description = "Board layout: stitch (latest.json + versions/), slime or head (upstream text pointer "
@@ -64,10 +71,17 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             } catch (IllegalArgumentException e) {
                 throw new CliFailure(e.getMessage(), 2);
             }
-            if (!Files.isDirectory(root)) {
-                throw new CliFailure(root + ": no such board directory");
+            BoardAddress address = RemoteBoardFlags.address(board);
+            if (!address.isRemote() && !Files.isDirectory(address.path())) {
+                throw new CliFailure(address + ": no such board directory");
             }
-            return BulletinBoard.open(root, l, BoardOptions.defaults());
+            try {
+                return BulletinBoard.open(address, l, BoardOptions.defaults(), remote.options(address));
+            } catch (IllegalArgumentException e) {
+                throw new CliFailure(e.getMessage(), 2);
+            } catch (IOException e) {
+                throw new CliFailure(address + ": " + e.getMessage());
+            }
         }
     }
 
@@ -75,8 +89,12 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             description = "Create DIR/versions/ and latest.json at version 0 (with the run id, as a claim, when given). "
                     + "An existing board is left unchanged.")
     static final class Init implements Runnable {
-        @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory (created if missing).")
-        Path root;
+        @Option(names = {"--board", "--root"}, required = true, paramLabel = "BOARD",
+                description = "The board: a directory (created if missing) or s3://bucket/prefix (the bucket must exist).")
+        String board;
+
+        @picocli.CommandLine.Mixin
+        RemoteBoardFlags remote;
 
         @Option(names = "--run-id", paramLabel = "RUN",
                 description = "The run that owns the board ([A-Za-z0-9][A-Za-z0-9._-]{0,127}); omit for a run-less board.")
@@ -84,20 +102,23 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
 
         @Override
         public void run() {
-            boolean existed = Files.exists(root.resolve(LatestPointer.FILE_NAME));
-            try {
-                FilesystemBulletinBoard board = FilesystemBulletinBoard.create(root, runId, BoardOptions.defaults());
-                LatestPointer p = board.readLatest();
+            BoardAddress address = RemoteBoardFlags.address(board);
+            try (PublishingBoard opened = PublishingBoard.open(address, BoardOptions.defaults(), remote.options(address))) {
+                boolean existed = !opened.readLatest().equals(LatestPointer.EMPTY)
+                        || (!address.isRemote() && Files.exists(address.path().resolve(LatestPointer.FILE_NAME)));
+                PublishingBoard created = PublishingBoard.create(address, runId, BoardOptions.defaults(), remote.options(address));
+                LatestPointer p = created.readLatest();
+                created.close();
                 PrintStream out = System.out;
                 if (existed) {
-                    out.println("board " + board.root() + " already exists (left unchanged): " + describe(p));
+                    out.println("board " + address + " already exists (left unchanged): " + describe(p));
                 } else {
-                    out.println("created board " + board.root() + ": " + describe(p));
+                    out.println("created board " + address + ": " + describe(p));
                 }
             } catch (IllegalArgumentException e) {
                 throw new CliFailure(e.getMessage(), 2);
             } catch (IOException e) {
-                throw new CliFailure(root + ": " + e.getMessage());
+                throw new CliFailure(address + ": " + e.getMessage());
             }
         }
     }
@@ -132,7 +153,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                     p = fs.readLatestUnchecked();
                 }
             } catch (IOException e) {
-                throw new CliFailure("cannot read the pointer of " + board.root() + ": " + e.getMessage());
+                throw new CliFailure("cannot read the pointer of " + name(board) + ": " + e.getMessage());
             }
             JsonNodeFactory f = JsonNodeFactory.instance;
             ObjectNode doc = f.objectNode();
@@ -145,7 +166,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             ArrayNode versions = doc.putArray("versions");
             PrintStream out = System.out;
             if (!json) {
-                out.println("board " + board.root() + " (" + board.layout().label() + " layout): latest " + describe(p));
+                out.println("board " + name(board) + " (" + board.layout().label() + " layout): latest " + describe(p));
                 if (pointerProblem != null) {
                     out.println("pointer error: " + pointerProblem + " (see 'stitch board repair')");
                 }
@@ -158,7 +179,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             try {
                 listing = VersionDirectoryListing.of(board);
             } catch (IOException e) {
-                throw new CliFailure("cannot list the versions of " + board.root() + ": " + e.getMessage());
+                throw new CliFailure("cannot list the versions of " + name(board) + ": " + e.getMessage());
             }
             List<VersionDirectoryListing.Gap> gaps = listing.gapsIn(1, p.version());
             if (!gaps.isEmpty()) {
@@ -200,7 +221,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             while (nextGap < gaps.size()) {
                 out.printf(Locale.ROOT, "%9s  %s missing (never published, or deleted by gc)%n", "", gaps.get(nextGap++).describe());
             }
-            if (board instanceof FilesystemBulletinBoard fs) {
+            if (board instanceof PublishingBoard fs && (!(board instanceof RemoteBulletinBoard r) || r.store().writable())) {
                 try {
                     List<String> leftovers = fs.leftovers();
                     if (!leftovers.isEmpty()) {
@@ -292,7 +313,7 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             }
             PrintStream out = System.out;
             if (p.version() == 0) {
-                out.println("board " + board.root() + " is at version 0 (" + describe(p) + "): nothing to verify");
+                out.println("board " + name(board) + " is at version 0 (" + describe(p) + "): nothing to verify");
                 return;
             }
             out.printf(Locale.ROOT, "ok: versions %d..%d of %s: %d artifacts verified (%d bytes), %d unverified (no size/checksum)%n",
@@ -305,8 +326,12 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                     + "versions and anything younger than --min-age-s; also removes archives and the leftovers of crashed "
                     + "writers (see --leftover-age), and breaks and removes a stale lock. Without an anchor no version is deleted.")
     static final class Gc implements Runnable {
-        @Option(names = "--root", required = true, paramLabel = "DIR", description = "The board's root directory.")
-        Path root;
+        @Option(names = {"--board", "--root"}, required = true, paramLabel = "BOARD",
+                description = "The board: a directory or s3://bucket/prefix (an HTTP board is collected where it is stored).")
+        String board;
+
+        @picocli.CommandLine.Mixin
+        RemoteBoardFlags remote;
 
         @Option(names = "--keep", required = true, paramLabel = "N", description = "Always keep the newest N versions.")
         int keep;
@@ -327,12 +352,13 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
             if (keep < 0 || minAgeSeconds < 0) {
                 throw new CliFailure("--keep and --min-age-s must be non-negative", 2);
             }
-            if (!Files.isDirectory(root)) {
-                throw new CliFailure(root + ": no such board directory");
+            BoardAddress address = RemoteBoardFlags.address(board);
+            if (!address.isRemote() && !Files.isDirectory(address.path())) {
+                throw new CliFailure(address + ": no such board directory");
             }
-            try {
-                GcReport r = FilesystemBulletinBoard.open(root, BoardOptions.defaults().withOrphanGrace(leftoverAge))
-                        .gc(keep, minAgeSeconds);
+            try (PublishingBoard opened = PublishingBoard.open(address, BoardOptions.defaults().withOrphanGrace(leftoverAge),
+                    remote.options(address))) {
+                GcReport r = opened.gc(keep, minAgeSeconds);
                 PrintStream out = System.out;
                 out.println("newest anchor: " + (r.anchor() == 0 ? "none (the base)" : "version " + r.anchor()));
                 out.println("deleted versions: " + (r.deletedVersions().isEmpty() ? "none" : compact(r.deletedVersions())));
@@ -340,9 +366,14 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
                     out.println("removed " + p);
                 }
             } catch (IOException e) {
-                throw new CliFailure(root + ": " + e.getMessage());
+                throw new CliFailure(address + ": " + e.getMessage());
             }
         }
+    }
+
+    /** The board as the user named it: its URI for a remote board, else its root. */
+    static String name(BulletinBoard board) {
+        return board instanceof RemoteBulletinBoard r ? r.address().toString() : board.root().toString();
     }
 
     static String describe(LatestPointer p) {

@@ -3,7 +3,9 @@ package dev.stitch.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.stitch.board.FilesystemBulletinBoard;
+import dev.stitch.board.BoardAddress;
+import dev.stitch.board.BoardOptions;
+import dev.stitch.board.PublishingBoard;
 import dev.stitch.board.PointerMoveException;
 import dev.stitch.encode.ValueMode;
 import dev.stitch.format.DeltaFormat;
@@ -48,9 +50,12 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
     /** Manifest metadata key holding the absolute path of the published checkpoint. */
     public static final String SOURCE_CHECKPOINT = "source_checkpoint";
 
-    @Option(names = "--board", required = true, paramLabel = "DIR",
-            description = "Board root directory (created when missing).")
-    Path boardRoot;
+    @Option(names = "--board", required = true, paramLabel = "BOARD",
+            description = "The board: a directory (created when missing) or s3://bucket/prefix (the bucket must exist).")
+    String boardLocation;
+
+    @picocli.CommandLine.Mixin
+    RemoteBoardFlags remote;
 
     @Option(names = "--checkpoint", required = true, paramLabel = "NEW_DIR",
             description = "The checkpoint to publish: model.safetensors, or shards with model.safetensors.index.json.")
@@ -124,8 +129,8 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             throw new CliFailure("--checkpoint " + checkpoint + " is not a directory");
         }
         PrintStream progress = System.console() != null ? System.err : null;
-        try {
-            FilesystemBulletinBoard board = FilesystemBulletinBoard.open(boardRoot);
+        BoardAddress address = RemoteBoardFlags.address(boardLocation);
+        try (PublishingBoard board = PublishingBoard.open(address, BoardOptions.defaults(), remote.options(address))) {
             LatestPointer latest = board.readLatest();
             boolean newRun = runId != null && !latest.sameRun(runId);
             String run = runId != null ? runId : latest.runId();
@@ -201,7 +206,7 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
      * match; when it records none, BASE_DIR must be the checkpoint N was published from. Version 1 builds
      * on the served base, which the board does not describe, so it is not checked.
      */
-    private static void requireBaseHoldsLatest(FilesystemBulletinBoard board, long latestVersion, Path baseDir,
+    private static void requireBaseHoldsLatest(PublishingBoard board, long latestVersion, Path baseDir,
                                                String baseDigest) throws IOException {
         if (latestVersion == 0) {
             return;
@@ -226,7 +231,7 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
     }
 
     /** The checkpoint the previous {@code stitch publish} recorded in the latest manifest of this run. */
-    private static Path recordedBase(FilesystemBulletinBoard board, LatestPointer latest, boolean newRun) throws IOException {
+    private static Path recordedBase(PublishingBoard board, LatestPointer latest, boolean newRun) throws IOException {
         String ask = "pass --base BASE_DIR (the checkpoint the board's latest version holds; for version 1, the served base)";
         if (newRun || latest.version() == 0) {
             throw new CliFailure("no previous version to take the base from: " + ask);

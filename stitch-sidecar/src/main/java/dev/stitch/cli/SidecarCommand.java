@@ -1,6 +1,8 @@
 package dev.stitch.cli;
 
+import dev.stitch.board.BoardAddress;
 import dev.stitch.board.BoardLayout;
+import dev.stitch.board.RemoteBoardOptions;
 import dev.stitch.engine.SglangSettings;
 import dev.stitch.sidecar.proxy.ConnectionLimits;
 import dev.stitch.sidecar.proxy.ControlPolicy;
@@ -36,9 +38,14 @@ import picocli.CommandLine.Option;
         })
 public final class SidecarCommand implements Callable<Integer>, StitchSubcommand {
 
-    @Option(names = "--board", defaultValue = "${env:STITCH_BOARD_ROOT}",
-            description = "Bulletin board directory (env STITCH_BOARD_ROOT).")
-    Path board;
+    @Option(names = "--board", defaultValue = "${env:STITCH_BOARD_ROOT}", paramLabel = "BOARD",
+            description = "The bulletin board: a directory, s3://bucket/prefix, or an http(s):// prefix such as the "
+                    + "datacenter's cache (env STITCH_BOARD_ROOT). Remote versions are fetched into --cache-dir and "
+                    + "verified before the engine sees them.")
+    String board;
+
+    @picocli.CommandLine.Mixin
+    RemoteBoardFlags remote;
 
     @Option(names = "--upstream", defaultValue = "${env:STITCH_UPSTREAM_URL}",
             description = "Engine base URL, e.g. http://127.0.0.1:30000 (env STITCH_UPSTREAM_URL).")
@@ -246,8 +253,11 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
     /** Validates the options (flags, else {@code STITCH_<NAME>} variables) and groups them. */
     public SidecarConfig config() {
         if (board == null) {
-            throw new CliFailure("--board DIR is required (or set STITCH_BOARD_ROOT)");
+            throw new CliFailure("--board BOARD is required (or set STITCH_BOARD_ROOT)");
         }
+        BoardAddress address = RemoteBoardFlags.address(board.strip());
+        RemoteBoardOptions remoteOptions = address.isRemote() ? remote.options(address) : null;
+        Path boardRoot = address.isRemote() ? remoteOptions.cacheDir() : address.path();
         if (upstream == null || upstream.isBlank()) {
             throw new CliFailure("--upstream URL is required (or set STITCH_UPSTREAM_URL)");
         }
@@ -325,13 +335,13 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
                 .withBackoff(backoffInitialS, backoffMaxS)
                 .withLimits(commitRetries, maxReplayVersions, requireChecksums, engineStartTimeoutS)
                 .withBoot(blankToNull(bootRunId), bootVersion, state);
-        SglangSettings engine = SglangSettings.of(engineUrl, board)
+        SglangSettings engine = SglangSettings.of(engineUrl, boardRoot)
                 .withEnginePaths(engineBoardRoot, engineBaseCheckpoint)
                 .withHostCheckpoints(localCheckpoint, baseCheckpoint)
                 .withOptions(flushRetries, partialReload, probeDeltaReceiver)
                 .withTimeouts(connect, total);
         try {
-            return new SidecarConfig(proxy, sync, board, boardLayout, engineMode, engine, blankToNull(runId));
+            return new SidecarConfig(proxy, sync, address, remoteOptions, boardLayout, engineMode, engine, blankToNull(runId));
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
         }

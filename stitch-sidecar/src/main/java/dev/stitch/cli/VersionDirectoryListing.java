@@ -35,6 +35,9 @@ final class VersionDirectoryListing {
 
     /** Lists the versions directory of {@code board} (for the slime layout, after the pointer was read). */
     static VersionDirectoryListing of(BulletinBoard board) throws IOException {
+        if (board instanceof dev.stitch.board.RemoteBulletinBoard remote) {
+            return ofRemote(remote);
+        }
         Path dir = board.versionDirectory(1).getParent();
         List<Long> versions = new ArrayList<>();
         try (Stream<Path> s = Files.list(dir)) {
@@ -54,6 +57,35 @@ final class VersionDirectoryListing {
         long[] sorted = versions.stream().mapToLong(Long::longValue).toArray();
         Arrays.sort(sorted);
         return new VersionDirectoryListing(sorted);
+    }
+
+    /**
+     * A remote board's versions: S3 lists its keys; an HTTP board cannot be listed, so every version up
+     * to the pointer counts as present and a missing one shows up when its manifest is read.
+     */
+    private static VersionDirectoryListing ofRemote(dev.stitch.board.RemoteBulletinBoard board) throws IOException {
+        if (!board.store().writable()) {
+            long latest = board.readLatest().version();
+            long[] all = new long[(int) Math.min(latest, 100_000)];
+            for (int i = 0; i < all.length; i++) {
+                all[i] = latest - all.length + 1 + i;
+            }
+            return new VersionDirectoryListing(all);
+        }
+        java.util.TreeSet<Long> versions = new java.util.TreeSet<>();
+        String prefix = dev.stitch.board.FilesystemBulletinBoard.VERSIONS_DIR + "/";
+        for (var o : board.store().list(prefix)) {
+            String rest = o.key().substring(prefix.length());
+            int slash = rest.indexOf('/');
+            if (slash > 0 && rest.endsWith("/" + dev.stitch.protocol.Manifest.FILE_NAME)) {
+                String name = rest.substring(0, slash);
+                OptionalLong v = WeightIdentity.parse(name);
+                if (v.isPresent() && WeightIdentity.format(v.getAsLong()).equals(name)) {
+                    versions.add(v.getAsLong());
+                }
+            }
+        }
+        return new VersionDirectoryListing(versions.stream().mapToLong(Long::longValue).toArray());
     }
 
     /** Versions in {@code from..to} that have a directory, ascending. */

@@ -46,12 +46,17 @@ public final class Sidecar implements AutoCloseable {
 
     /** Starts a sidecar around a given engine adapter. */
     public static Sidecar start(SidecarConfig config, EngineAdapter engine, String softwareVersion) {
-        BulletinBoard board = BulletinBoard.open(config.boardRoot(), config.layout(), BoardOptions.defaults());
+        BulletinBoard board;
+        try {
+            board = BulletinBoard.open(config.board(), config.layout(), BoardOptions.defaults(), config.remote());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("cannot open the board " + config.board() + ": " + e.getMessage(), e);
+        }
         Sidecar s = new Sidecar(config, new BulletinBoardSource(board), engine, softwareVersion);
         s.proxy.start();
         LOG.info("listening on {}:{}, proxying {} ({} mode, {} commits), board {} ({} layout)",
                 config.proxy().host(), s.proxy.port(), config.proxy().upstream(), config.engineMode(),
-                config.sync().commitMode().label(), config.boardRoot(), config.layout().label());
+                config.sync().commitMode().label(), config.board(), config.layout().label());
         if (config.proxy().control().token() == null && !isLoopback(config.proxy().host())) {
             LOG.warn("listening on {} without a control token: anyone who reaches the port can call /wake and "
                     + "/rpc_sync_from_bulletin_board; set --control-token-file (security.md)", config.proxy().host());

@@ -54,6 +54,16 @@ public final class BulletinBoardSource implements SyncBoard {
     }
 
     @Override
+    public void applied(long version) {
+        board.appliedUpTo(version);
+    }
+
+    @Override
+    public Optional<dev.stitch.board.FetchStats> fetchStats() {
+        return board instanceof dev.stitch.board.RemoteBulletinBoard r ? Optional.of(r.stats()) : Optional.empty();
+    }
+
+    @Override
     public Verification verify(VersionStep version, boolean includeFull, boolean requireChecksums)
             throws IOException {
         // manifests are immutable once published: the one read for planning is the one verified against

@@ -50,6 +50,18 @@ public interface SyncBoard {
      */
     Verification verify(VersionStep version, boolean includeFull, boolean requireChecksums) throws IOException;
 
+    /**
+     * Versions up to {@code version} are applied; a remote board's cache may evict their files
+     * (docs/protocol/board.md §7.5).
+     */
+    default void applied(long version) {
+    }
+
+    /** What a remote board fetched (bytes, retries, verification failures, seconds per version), if it is one. */
+    default Optional<dev.stitch.board.FetchStats> fetchStats() {
+        return Optional.empty();
+    }
+
     /** Result of {@link #verify}. */
     record Verification(long bytesVerified, int unverifiedArtifacts) {
     }

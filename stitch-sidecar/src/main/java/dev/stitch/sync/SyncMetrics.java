@@ -151,6 +151,25 @@ public final class SyncMetrics {
         boardRefresh.append(out, "stitch_board_refresh_seconds", "Board refresh and pointer read.");
     }
 
+    /** The remote board's transfer counters (docs/protocol/board.md §7.5), when the board is remote. */
+    public static void appendFetch(dev.stitch.board.FetchStats f, StringBuilder out) {
+        counter(out, "stitch_fetch_bytes_total", "Bytes received from the remote board.", f.bytesReceived());
+        counter(out, "stitch_fetch_retries_total", "Requests to the remote board retried after a transient failure.",
+                f.retries());
+        counter(out, "stitch_fetch_verification_failures_total",
+                "Fetched files refused because their size or digest did not match the manifest.", f.verificationFailures());
+        counter(out, "stitch_fetch_resumed_files_total", "Fetches resumed after a verified prefix.", f.resumedFiles());
+        counter(out, "stitch_board_polls_total", "Pointer reads of the remote board.", f.polls());
+        counter(out, "stitch_board_polls_not_modified_total", "Pointer reads answered 304 Not Modified.",
+                f.pollsNotModified());
+        header(out, "stitch_fetch_seconds_total", "Seconds spent fetching artifacts.", "counter");
+        out.append("stitch_fetch_seconds_total ").append(String.format(Locale.ROOT, "%.6f", f.fetchSeconds())).append('\n');
+        long last = f.lastFetchedVersion();
+        header(out, "stitch_fetch_last_version_seconds", "Seconds spent fetching the newest fetched version.", "gauge");
+        out.append("stitch_fetch_last_version_seconds{version=\"").append(last).append("\"} ")
+                .append(String.format(Locale.ROOT, "%.6f", f.fetchSeconds(last))).append('\n');
+    }
+
     private static void header(StringBuilder out, String name, String help, String type) {
         out.append("# HELP ").append(name).append(' ').append(help).append('\n');
         out.append("# TYPE ").append(name).append(' ').append(type).append('\n');

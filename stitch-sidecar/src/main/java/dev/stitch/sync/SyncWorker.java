@@ -250,7 +250,7 @@ public final class SyncWorker implements AutoCloseable {
 
     private void startup() throws InterruptedException {
         long now = System.nanoTime();
-        nextPollNanos = now + secondsToNanos(config.pollIntervalS());
+        nextPollNanos = now + pollDelayNanos();
         nextProbeNanos = now + secondsToNanos(config.engineProbeIntervalS());
         adoptStartupState();
         wake(OptionalLong.empty(), true);
@@ -295,7 +295,7 @@ public final class SyncWorker implements AutoCloseable {
                 }
                 boolean polling = config.pollIntervalS() > 0;
                 if (polling && now - nextPollNanos >= 0) {
-                    nextPollNanos = now + secondsToNanos(config.pollIntervalS());
+                    nextPollNanos = now + pollDelayNanos();
                     if (!inError) {
                         state = SyncState.QUEUED;
                     }
@@ -466,7 +466,7 @@ public final class SyncWorker implements AutoCloseable {
             queuedTarget = null;
             triggerLock.lock();
             try {
-                nextPollNanos = System.nanoTime() + secondsToNanos(config.pollIntervalS());
+                nextPollNanos = System.nanoTime() + pollDelayNanos();
             } finally {
                 triggerLock.unlock();
             }
@@ -516,5 +516,19 @@ public final class SyncWorker implements AutoCloseable {
 
     static String fmt(double s) {
         return String.format(Locale.ROOT, "%.3f", s);
+    }
+
+    /**
+     * The poll interval with ±10% jitter, so that a fleet started together does not read the pointer in
+     * lockstep (docs/protocol/board.md §7.5).
+     */
+    private long pollDelayNanos() {
+        double jitter = 0.9 + 0.2 * java.util.concurrent.ThreadLocalRandom.current().nextDouble();
+        return secondsToNanos(config.pollIntervalS() * jitter);
+    }
+
+    /** What the remote board fetched, when the board is remote. */
+    public java.util.Optional<dev.stitch.board.FetchStats> fetchStats() {
+        return board.fetchStats();
     }
 }

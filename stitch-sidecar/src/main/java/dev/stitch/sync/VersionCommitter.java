@@ -461,5 +461,6 @@ final class VersionCommitter {
         }
         metrics.appliedBytes(applied);
         stateFile.write(plan.runId(), plan.target());
+        board.applied(plan.target());
     }
 }

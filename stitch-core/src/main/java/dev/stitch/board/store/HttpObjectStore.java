@@ -136,7 +136,8 @@ final class HttpObjectStore implements ObjectStore {
         long done = 0;
         byte[] buf = new byte[CHUNK];
         ByteBuffer view = ByteBuffer.wrap(buf);
-        for (int attempt = 1; done < length; ) {
+        int failures = 0;
+        while (done < length) {
             long from = offset + done;
             long to = offset + length - 1;
             HttpRequest.Builder b = request(key).GET().header("Range", "bytes=" + from + "-" + to);
@@ -177,11 +178,11 @@ final class HttpObjectStore implements ObjectStore {
                     throw e;
                 }
                 // progress resets the budget: a long file over a flaky link may need many resumes
-                attempt = done > before ? 1 : attempt + 1;
-                if (attempt >= options.attempts()) {
+                failures = done > before ? 1 : failures + 1;
+                if (failures >= options.attempts()) {
                     throw e;
                 }
-                pause("GET range", key, attempt, e);
+                pause("GET range", key, failures, e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new java.io.InterruptedIOException("interrupted reading " + url(key));

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.protocol.ProxyErrors;
 import dev.stitch.sidecar.proxy.ProxyStats;
 import dev.stitch.sidecar.proxy.SidecarEndpoints;
+import dev.stitch.sync.SyncMetrics;
 import dev.stitch.sync.SyncState;
 import dev.stitch.sync.SyncStatus;
 import dev.stitch.sync.SyncWorker;
@@ -199,6 +200,7 @@ public final class ControlEndpoints implements SidecarEndpoints {
                 s.engineConsistent() ? 0 : 1);
         gauge(out, "stitch_consecutive_sync_errors", "Failed passes since the last success.", s.consecutiveErrors());
         worker.metrics().appendPrometheus(out);
+        worker.fetchStats().ifPresent(f -> SyncMetrics.appendFetch(f, out));
         ProxyStats stats = proxyStats.get();
         if (stats != null) {
             stats.appendPrometheus(out);
