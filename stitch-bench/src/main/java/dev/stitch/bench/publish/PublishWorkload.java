@@ -19,10 +19,10 @@ import java.util.stream.IntStream;
  * {@code density} by ±1..4 on its 16-bit pattern (never crossing the sign or reaching NaN/Inf).
  * Everything depends only on the seed; tensors are generated in parallel with one stream each.
  */
-final class PublishWorkload implements AutoCloseable {
+public final class PublishWorkload implements AutoCloseable {
 
     static final long FULL_SIZE = 1L << 30;
-    static final long SEED = 42;
+    public static final long SEED = 42;
 
     private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -49,14 +49,14 @@ final class PublishWorkload implements AutoCloseable {
     }
 
     /** The base weights of a model of about {@code size} bytes. */
-    static PublishWorkload generate(long size) {
+    public static PublishWorkload generate(long size) {
         if (size < 4096) {
             throw new IllegalArgumentException("the publish workload needs at least 4k bytes, got " + size);
         }
         return new PublishWorkload(size);
     }
 
-    List<TensorData> base() {
+    public List<TensorData> base() {
         return base;
     }
 
@@ -69,7 +69,7 @@ final class PublishWorkload implements AutoCloseable {
     }
 
     /** A new version of the weights at {@code density}, in memory owned by this workload. */
-    List<TensorData> step(double density, long seed) {
+    public List<TensorData> step(double density, long seed) {
         List<TensorData> out = new ArrayList<>(base.size());
         for (TensorData t : base) {
             MemorySegment copy = arena.allocate(Math.max(2, t.spec().byteLength()), 64).asSlice(0, t.spec().byteLength());

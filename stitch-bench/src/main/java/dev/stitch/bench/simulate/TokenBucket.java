@@ -7,7 +7,7 @@ import java.util.concurrent.locks.LockSupport;
  * than the bucket holds goes into debt and sleeps until the debt is repaid, so concurrent callers
  * share the rate fairly and the long-run throughput never exceeds it.
  */
-final class TokenBucket {
+public final class TokenBucket {
     private final double bytesPerNano;
     private final double capacity;
     private double tokens;
@@ -17,7 +17,7 @@ final class TokenBucket {
      * @param bytesPerSecond sustained rate, positive
      * @param burstBytes     largest amount taken without waiting after an idle period, positive
      */
-    TokenBucket(double bytesPerSecond, long burstBytes) {
+    public TokenBucket(double bytesPerSecond, long burstBytes) {
         if (!(bytesPerSecond > 0) || Double.isInfinite(bytesPerSecond)) {
             throw new IllegalArgumentException("link rate must be a positive number of bytes per second, got " + bytesPerSecond);
         }
@@ -30,12 +30,12 @@ final class TokenBucket {
         this.lastRefill = System.nanoTime();
     }
 
-    double bytesPerSecond() {
+    public double bytesPerSecond() {
         return bytesPerNano * 1e9;
     }
 
     /** Takes {@code bytes} tokens, sleeping as long as the rate requires; returns the nanoseconds slept. */
-    long acquire(long bytes) throws InterruptedException {
+    public long acquire(long bytes) throws InterruptedException {
         long waitNanos;
         synchronized (this) {
             long now = System.nanoTime();

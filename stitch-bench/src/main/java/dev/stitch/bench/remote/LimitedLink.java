@@ -1,0 +1,26 @@
+package dev.stitch.bench.remote;
+
+import java.io.Closeable;
+import java.util.List;
+
+/**
+ * The link between "datacenter A" (the object store) and "datacenter B" (the publisher's and
+ * reader's side of this bench), limited to a rate (docs/benchmarks.md, bench remote).
+ */
+interface LimitedLink extends Closeable {
+
+    /** The address the store listens on inside datacenter A. */
+    String storeHost();
+
+    /** What to put before the store's command line so that it runs in datacenter A. */
+    List<String> storeCommandPrefix();
+
+    /** The host and port clients in datacenter B use to reach the store listening on {@code storePort}. */
+    String clientAuthority(int storePort) throws java.io.IOException;
+
+    /** The limited rate, bytes per second (each direction). */
+    double bytesPerSecond();
+
+    /** One line for the output: what limits the link and how. */
+    String describe();
+}
