@@ -9,6 +9,7 @@ import dev.stitch.cli.SidecarCommand;
 import dev.stitch.cli.StitchCli;
 import dev.stitch.refengine.ReferenceEngine;
 import dev.stitch.s3.testing.S3ProxyProcess;
+import dev.stitch.testing.DirectoryHttpServer;
 import dev.stitch.sync.SyncState;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -31,6 +32,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * board verify}, and a host-mode sidecar with {@code --board s3://...} in front of the reference
  * engine serving the third version with the trainer's weights; then a stored object with one flipped
  * byte is refused before anything is applied, the engine stays on its version and readiness says why.
+ * A board directory served by a plain HTTP server is followed the same way, read only.
  */
 class RemoteBoardSidecarTest {
     private static final String BUCKET = "boards";
@@ -61,23 +63,11 @@ class RemoteBoardSidecarTest {
     private Run cli(String... args) {
         List<String> all = new ArrayList<>(List.of(args));
         all.addAll(List.of("--s3-endpoint", s3.endpoint().toString(), "--s3-path-style", "--part-size", "5m"));
-        CommandLine cl = StitchCli.commandLine();
-        StringWriter err = new StringWriter();
-        cl.setErr(new PrintWriter(err));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        int code;
-        try {
-            code = cl.execute(all.toArray(String[]::new));
-        } finally {
-            System.setOut(saved);
-        }
-        return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString());
+        return cliLocal(all.toArray(String[]::new));
     }
 
-    private void ok(Run r) {
-        assertEquals(0, r.code(), r.out() + r.err());
+    private static void ok(Run r) {
+        okLocal(r);
     }
 
     @Test
@@ -142,6 +132,58 @@ class RemoteBoardSidecarTest {
         Http.Reply info = Http.get(sidecar.port(), "/server_info");
         assertTrue(info.body().contains("digest mismatch"), info.body());
         assertTrue(metricValue(Http.get(sidecar.port(), "/metrics").body(), "stitch_fetch_verification_failures_total") >= 1);
+    }
+
+    @Test
+    void aSidecarFollowsAnHttpBoardServedFromADirectory() throws Exception {
+        Path base = TinyModel.writeCheckpoint(tmp.resolve("base"), 0);
+        Path boardDir = tmp.resolve("board");
+        okLocal(cliLocal("board", "init", "--board", boardDir.toString(), "--run-id", "run-h"));
+        for (int step = 1; step <= 2; step++) {
+            Path ckpt = TinyModel.writeCheckpoint(tmp.resolve("step" + step), step);
+            List<String> args = new ArrayList<>(List.of("publish", "--board", boardDir.toString(), "--checkpoint", ckpt.toString()));
+            if (step == 1) {
+                args.addAll(List.of("--base", base.toString()));
+            }
+            okLocal(cliLocal(args.toArray(String[]::new)));
+        }
+        try (DirectoryHttpServer http = DirectoryHttpServer.serve(boardDir)) {
+            engine = new ReferenceEngine(ReferenceEngine.Config.local(base)).start();
+            CommandLine root = StitchCli.commandLine();
+            root.parseArgs("sidecar", "--board", http.uri().toString(), "--upstream", engine.url(), "--mode", "host",
+                    "--local-checkpoint", tmp.resolve("local").toString(), "--base-checkpoint", base.toString(),
+                    "--port", "0", "--poll-interval-s", "0.2", "--cache-dir", tmp.resolve("http-cache").toString());
+            SidecarCommand cmd = root.getSubcommands().get("sidecar").getCommand();
+            sidecar = Sidecar.start(cmd.config(), "test");
+            assertTrue(eventually(30_000, () -> sidecar.worker().status().currentVersion() == 2),
+                    sidecar.worker().status().toString());
+            Http.Reply r = Http.post(sidecar.port(), "/generate", "{\"text\": \"hi\", \"sampling_params\": "
+                    + "{\"max_new_tokens\": 2}, \"weight_version\": {\"exact_version\": 2}}");
+            assertEquals(TinyModel.digest(2), r.json().path("meta_info").path("weights_digest").asText());
+            // polling an unchanged board costs the server 304s, not documents
+            int before = http.requests();
+            assertTrue(eventually(10_000, () -> http.requests() >= before + 3));
+            String metrics = Http.get(sidecar.port(), "/metrics").body();
+            assertTrue(metricValue(metrics, "stitch_board_polls_not_modified_total") >= 2, metrics);
+        }
+    }
+
+    private static Run cliLocal(String... args) {
+        CommandLine cl = StitchCli.commandLine();
+        StringWriter err = new StringWriter();
+        cl.setErr(new PrintWriter(err));
+        PrintStream saved = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            return new Run(cl.execute(args), out.toString(StandardCharsets.UTF_8), err.toString());
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    private static void okLocal(Run r) {
+        assertEquals(0, r.code(), r.out() + r.err());
     }
 
     private void flipOneByteOfADelta(long version) {
