@@ -20,9 +20,9 @@ import software.amazon.awssdk.services.s3.S3Client;
  * s3proxy (a real S3 API server over a directory) as a child process, in datacenter A of a
  * {@link LimitedLink}. It runs from its own jar, never on this class path: its Jackson is not ours.
  */
-final class S3ProxyServer implements Closeable {
-    static final String IDENTITY = "stitch-bench";
-    static final String CREDENTIAL = "stitch-bench-secret";
+public final class S3ProxyServer implements Closeable {
+    public static final String IDENTITY = "stitch-bench";
+    public static final String CREDENTIAL = "stitch-bench-secret";
 
     private final Process process;
     private final int port;
@@ -38,7 +38,7 @@ final class S3ProxyServer implements Closeable {
      * Where the s3proxy jar-with-dependencies is: {@code --s3proxy-jar}, {@code STITCH_S3PROXY_JAR}, the
      * copy the build puts beside the bench jar, or the local Maven repository.
      */
-    static Path locateJar(Path given) throws IOException {
+    public static Path locateJar(Path given) throws IOException {
         List<Path> tried = new ArrayList<>();
         if (given != null) {
             tried.add(given);
@@ -66,44 +66,61 @@ final class S3ProxyServer implements Closeable {
 
     /** Starts s3proxy over {@code dataDir}, in {@code link}'s datacenter A, and waits until it answers. */
     static S3ProxyServer start(Path jar, Path dataDir, LimitedLink link, Path log) throws IOException {
+        return start(jar, dataDir, link.storeHost(), link.storeCommandPrefix(), log, false);
+    }
+
+    /**
+     * Starts s3proxy on {@code host} (run behind {@code commandPrefix}) and waits until it answers.
+     *
+     * @param unsignedReads accept unsigned requests, as a bucket readable from the datacenter's
+     *                      network does: what a cache tier in front of it needs (board.md §7.4)
+     */
+    public static S3ProxyServer start(Path jar, Path dataDir, String host, List<String> commandPrefix, Path log,
+                                      boolean unsignedReads) throws IOException {
         int port = freePort();
         Path config = dataDir.resolveSibling("s3proxy.properties");
         Files.writeString(config, String.join("\n",
-                "s3proxy.endpoint=http://" + link.storeHost() + ":" + port,
-                "s3proxy.authorization=aws-v2-or-v4",
+                "s3proxy.endpoint=http://" + host + ":" + port,
+                // s3proxy has no read-only anonymous mode: "none" also accepts our signed writes
+                "s3proxy.authorization=" + (unsignedReads ? "none" : "aws-v2-or-v4"),
                 "s3proxy.identity=" + IDENTITY,
                 "s3proxy.credential=" + CREDENTIAL,
                 "s3proxy.ignore-unknown-headers=true",
                 "jclouds.provider=filesystem",
                 "jclouds.filesystem.basedir=" + dataDir,
                 ""), StandardCharsets.UTF_8);
-        List<String> cmd = new ArrayList<>(link.storeCommandPrefix());
+        List<String> cmd = new ArrayList<>(commandPrefix);
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.addAll(List.of("-Xmx1g", "-jar", jar.toString(), "--properties", config.toString()));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        S3ProxyServer server = new S3ProxyServer(p, link.storeHost(), port);
+        S3ProxyServer server = new S3ProxyServer(p, host, port);
         long deadline = System.nanoTime() + 60_000_000_000L;
         while (System.nanoTime() < deadline) {
             if (!p.isAlive()) {
                 throw new IOException("s3proxy exited with " + p.exitValue() + "; its log: " + tail(log));
             }
             try (Socket s = new Socket()) {
-                s.connect(new InetSocketAddress(link.storeHost(), port), 200);
+                s.connect(new InetSocketAddress(host, port), 200);
                 return server;
             } catch (IOException notYet) {
                 sleep(100);
             }
         }
         server.close();
-        throw new IOException("s3proxy did not answer on " + link.storeHost() + ":" + port + " within 60 s; its log: " + tail(log));
+        throw new IOException("s3proxy did not answer on " + host + ":" + port + " within 60 s; its log: " + tail(log));
     }
 
-    int port() {
+    public int port() {
         return port;
     }
 
+    /** {@code http://host:port}. */
+    public URI endpoint() {
+        return URI.create("http://" + host + ":" + port);
+    }
+
     /** Creates {@code bucket} through {@code endpoint}. */
-    static void createBucket(URI endpoint, String bucket) {
+    public static void createBucket(URI endpoint, String bucket) {
         try (S3Client c = S3Client.builder().endpointOverride(endpoint).forcePathStyle(true).region(Region.US_EAST_1)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(IDENTITY, CREDENTIAL)))
                 .build()) {
