@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-/** The build compiles the C kernels whenever gcc exists: there their absence fails a test, elsewhere it skips it. */
+/**
+ * The build compiles the C kernels for this host whenever gcc exists and the host is a built
+ * platform: there their absence fails a test, elsewhere it skips it.
+ */
 final class NativeTestSupport {
     private NativeTestSupport() {
     }
@@ -14,9 +17,15 @@ final class NativeTestSupport {
         if (Kernels.nativeAvailable()) {
             return;
         }
-        if (Files.exists(Path.of("/usr/bin/gcc")) && NativeLibrary.platform().equals("linux-x86_64")) {
+        if (Files.exists(Path.of("/usr/bin/gcc")) && NativeLibrary.BUILT_PLATFORMS.contains(NativeLibrary.platform())) {
             throw new AssertionError("gcc exists but the native kernels did not load: " + Kernels.loaderAttempts());
         }
         assumeTrue(false, "native kernels not built here: " + Kernels.loaderAttempts());
+    }
+
+    /** Skips a test of ISA variants this host's architecture does not have (avx2 on aarch64, neon on x86-64). */
+    static void requireIsaLevel(String isa) {
+        assumeTrue(NativeKernels.isaLevels().contains(isa),
+            "no " + isa + " variants on " + NativeLibrary.platform() + " (levels " + NativeKernels.isaLevels() + ")");
     }
 }
