@@ -16,7 +16,7 @@ import java.util.Set;
  */
 public final class CpuFeatures {
 
-    /** The x86-64 flags that decide which kernels run (the compress instructions need avx512vbmi2 for 16-bit lanes). */
+    /** The x86-64 flags that decide which kernels run (16-bit compress needs avx512vbmi2). */
     public static final List<String> RELEVANT_X86 = List.of("avx2", "bmi2", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512vbmi2");
     /** The aarch64 features that decide which kernels run (docs/platforms.md). */
     public static final List<String> RELEVANT_AARCH64 = List.of("asimd", "sve", "sve2");
@@ -99,7 +99,15 @@ public final class CpuFeatures {
         if (line == null) {
             line = field(lines, "Features");
         }
-        return line == null ? Set.of() : new HashSet<>(Arrays.asList(line.split("\\s+")));
+        if (line == null) {
+            return Set.of();
+        }
+        // The kernel spells some flags with an underscore (avx512_vbmi2); both spellings are accepted.
+        Set<String> out = new HashSet<>(Arrays.asList(line.split("\\s+")));
+        for (String f : List.copyOf(out)) {
+            out.add(f.replace("_", ""));
+        }
+        return out;
     }
 
     /** The value of the first {@code name : value} line, or null. */

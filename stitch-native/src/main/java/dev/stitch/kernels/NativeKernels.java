@@ -380,7 +380,7 @@ final class NativeKernels implements DeltaKernels {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        JavaKernels.checkEscapedSummary(units, unitCount, count, limit, summary[0], summary[1]);
+        JavaGapCoding.checkEscapedSummary(units, unitCount, count, limit, summary[0], summary[1]);
         try {
             return (long) scatterEscaped.invokeExact(dst, width, units, unitCount, values, xor ? 1 : 0);
         } catch (Throwable t) {
@@ -477,7 +477,7 @@ final class NativeKernels implements DeltaKernels {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        JavaKernels.checkEscapedSummary(units, unitCount, count, bytes / width, summary[0], summary[1]);
+        JavaGapCoding.checkEscapedSummary(units, unitCount, count, bytes / width, summary[0], summary[1]);
         long[] out = new long[2];
         try {
             scatterEscapedXxh3.invokeExact(dst, bytes, width, units, unitCount, values, xor ? 1 : 0, undo, MemorySegment.ofArray(out));

@@ -547,8 +547,8 @@ final class KernelVectors {
         for (Dtype dtype : kinds) {
             int w = dtype.width();
             long[] specials = specials(w);
-            long[] clean = Arrays.stream(specials).filter(b -> !JavaKernels.isNaN(dtype, b)).toArray();
-            long[] nans = Arrays.stream(specials).filter(b -> JavaKernels.isNaN(dtype, b)).toArray();
+            long[] clean = Arrays.stream(specials).filter(b -> !JavaValueChecks.isNaN(dtype, b)).toArray();
+            long[] nans = Arrays.stream(specials).filter(b -> JavaValueChecks.isNaN(dtype, b)).toArray();
             for (int n : new int[] {1, 31, 32, 33, 255, 256, 257, 1000}) {
                 for (int nanAt : new int[] {-1, 0, n / 2, n - 1}) {
                     byte[] values = new byte[n * w];
