@@ -1,11 +1,53 @@
 /*
- * The bf16/f16 AVX-512 line kernel, shared by the plain diff (diff.c) and the diff fused with the
- * stream hash (diff_xxh3.c); static inline so each loop keeps it inlined with its flags constant.
+ * Diff pieces shared by the diff variants: the element-by-element loop every variant finishes its
+ * tail with, the emitter of a per-element change mask (diff.c, diff_x86.c, diff_neon.c), and the
+ * bf16/f16 AVX-512 line kernel shared by the plain diff (diff_x86.c) and the diff fused with the
+ * stream hash (diff_xxh3.c). All static inline, so each loop keeps them inlined with its flags constant.
  */
 #ifndef STITCH_DIFF_INTERNAL_H
 #define STITCH_DIFF_INTERNAL_H
 
 #include "stitch_internal.h"
+
+/* Element-by-element diff of [from, to) (byte offsets), appending at output slot k; returns the new k. */
+static inline int64_t diff_range_scalar(uint8_t *old, const uint8_t *neu, int64_t from, int64_t to, int32_t w, int64_t base,
+                                        uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int32_t update,
+                                        int64_t k) {
+    for (int64_t off = from; off < to; off += w) {
+        uint64_t o = ld_elem(old + off, w);
+        uint64_t n = ld_elem(neu + off, w);
+        if (o != n) {
+            st_pos(positions, pw, k, (uint64_t) base + (uint64_t) (off / w));
+            st_elem(values + k * w, w, xor_values ? (o ^ n) : n);
+            if (update) {
+                st_elem(old + off, w, n);
+            }
+            k++;
+        }
+    }
+    return k;
+}
+
+/*
+ * Emits the elements flagged in a per-element change mask of one block starting at byte offset off
+ * (bit j = element j of the block), lowest first.
+ */
+static inline int64_t emit_mask(uint8_t *old, const uint8_t *neu, int64_t off, uint64_t mask, int32_t w, int64_t base,
+                                uint8_t *positions, int32_t pw, uint8_t *values, int32_t xor_values, int64_t k) {
+    int64_t first = base + off / w;
+    while (mask) {
+        int j = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        uint64_t n = ld_elem(neu + off + (int64_t) j * w, w);
+        uint64_t v = xor_values ? (n ^ ld_elem(old + off + (int64_t) j * w, w)) : n;
+        st_pos(positions, pw, k, (uint64_t) (first + j));
+        st_elem(values + k * w, w, v);
+        k++;
+    }
+    return k;
+}
+
+#if defined(__x86_64__)
 
 /*
  * bf16/f16 fast path: 32 elements per 64-byte line, branch-free (at a few percent density whether a
@@ -54,5 +96,7 @@ static inline int64_t diff_avx512_w2_line(uint8_t *old, const uint8_t *neu, int6
     }
     return k + c0 + c1;
 }
+
+#endif
 
 #endif

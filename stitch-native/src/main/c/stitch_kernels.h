@@ -8,12 +8,16 @@
  * arguments: w / width is the element width in bytes (1, 2, 4 or 8); pw is the position width (4 or
  * 8); positions are element indices; xor_values selects XOR deltas (1) over plain new values (0).
  *
- * Sources, one job each: cpu_features.c (run-time ISA dispatch), diff.c (diff and count), diff_xxh3.c
- * (diff fused with the stream hash), apply.c (scatter and byte patches), apply_xxh3.c (scatter fused
- * with the hash, undo), gaps.c (plain and escaped gap coding), planes.c (byte-plane split and merge),
- * value_checks.c (NaN scan, slime v1 checksums), xxh3.c (XXH3-128 one-shot and streaming),
- * memory_traffic.c (streaming read and fill), zstd_sequences.c (zstd literals-only producer).
- * Internal headers: stitch_internal.h (loads, stores, dispatch table), xxh3_internal.h, diff_internal.h.
+ * The library builds for linux-x86_64 and linux-aarch64 (build.sh; docs/platforms.md) from the same
+ * sources, each SIMD file compiling to nothing on the other target. Sources, one job each:
+ * cpu_features.c (run-time ISA dispatch), diff.c (scalar diff and count, entry points), diff_x86.c
+ * (AVX2 / AVX-512 diff), diff_neon.c and diff_sve.c (aarch64 diff), diff_xxh3.c (diff fused with the
+ * stream hash), apply.c (scatter and byte patches), apply_xxh3.c (scatter fused with the hash, undo),
+ * gaps.c (plain and escaped gap coding), planes.c (byte-plane split and merge), value_checks.c (NaN
+ * scan, slime v1 checksums), xxh3.c (XXH3-128 one-shot and streaming), xxh3_x86.c and xxh3_arm.c
+ * (SIMD stripe accumulate and scramble), memory_traffic.c (streaming read and fill),
+ * zstd_sequences.c (zstd literals-only producer). Internal headers: stitch_internal.h (loads, stores,
+ * dispatch table), xxh3_internal.h, diff_internal.h.
  */
 #ifndef STITCH_KERNELS_H
 #define STITCH_KERNELS_H
@@ -37,10 +41,13 @@ typedef struct {
 
 /* ---- dispatch (cpu_features.c) ---------------------------------------------------------- */
 
-/* Restricts dispatch to at most max_level (0 scalar, 1 AVX2, 2 AVX-512); returns the name of the ISA now in use. */
+/*
+ * Restricts dispatch to at most max_level (0 scalar; 1 AVX2 on x86-64, NEON on aarch64; 2 AVX-512 on
+ * x86-64, SVE on aarch64); returns the name of the ISA now in use.
+ */
 STITCH_EXPORT const char *stitch_cap_isa(int32_t max_level);
 
-/* Returns the name of the ISA in use: "scalar", "avx2" or "avx512". */
+/* Returns the name of the ISA in use: "scalar", "avx2", "avx512", "neon" or "sve". */
 STITCH_EXPORT const char *stitch_isa(void);
 
 /* ---- diff (diff.c, diff_xxh3.c) --------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * XXH3-128 internals shared by the hash (xxh3.c) and the kernels fused with it (diff_xxh3.c,
- * apply_xxh3.c): constants, the default secret, the streaming state layout, and the AVX-512
- * stripe and scramble on accumulators held in a register.
+ * apply_xxh3.c): constants, the default secret, the streaming state layout, and (x86-64) the
+ * AVX-512 stripe and scramble on accumulators held in a register.
  */
 #ifndef STITCH_XXH3_INTERNAL_H
 #define STITCH_XXH3_INTERNAL_H
@@ -51,6 +51,7 @@ static const uint8_t SECRET[192] = {
 #define XS_BUFSIZE 256
 #define XS_WORDS STITCH_XXH3_STATE_WORDS
 
+#if defined(__x86_64__)
 #define AVX512_XXH "avx512f,avx512bw"
 
 /* One XXH3 stripe folded into the accumulators held in a register. */
@@ -71,6 +72,7 @@ static inline __m512i xxh_scramble512(__m512i a, const uint8_t *secret) {
     __m512i hi = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), prime);
     return _mm512_add_epi64(lo, _mm512_slli_epi64(hi, 32));
 }
+#endif
 
 /* Accumulates whole stripes into a streaming state, scrambling at each 1 KiB block end. */
 static inline void xs_consume(uint64_t *st, const uint8_t *in, uint64_t stripes) {

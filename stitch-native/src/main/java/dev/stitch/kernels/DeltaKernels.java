@@ -21,7 +21,7 @@ public interface DeltaKernels {
     /** {@code "native"} or {@code "java"}. */
     String implementation();
 
-    /** The instruction set actually dispatched to, e.g. {@code "avx512"}, {@code "avx2"}, {@code "scalar"}, {@code "vector-api"}. */
+    /** The instruction set actually dispatched to, e.g. {@code "avx512"}, {@code "avx2"}, {@code "neon"}, {@code "sve"}, {@code "scalar"}, {@code "vector-api-512-compress"}, {@code "swar"}. */
     String isa();
 
     // ---- diff -------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ import java.util.OptionalLong;
  * Chooses the delta kernels once per process: native when the packaged library loads and
  * {@code -Dstitch.native=false} is not set, else the pure-Java fallback. Two more properties
  * serve diagnosis: {@code -Dstitch.native.path=FILE} loads that library file first, and
- * {@code -Dstitch.native.isa=scalar|avx2|avx512} caps the instruction set the C kernels dispatch to.
+ * {@code -Dstitch.native.isa=scalar|avx2|avx512} (x86-64) or {@code scalar|neon|sve} (aarch64) caps
+ * the instruction set the C kernels dispatch to. Supported platforms and how the library is chosen:
+ * docs/platforms.md.
  */
 public final class Kernels {
 

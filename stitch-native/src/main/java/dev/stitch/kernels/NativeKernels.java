@@ -55,17 +55,25 @@ final class NativeKernels implements DeltaKernels {
     private final MethodHandle streamRead;
     private final MethodHandle streamFill;
 
-    /** ISA levels accepted by {@code -Dstitch.native.isa}, lowest first. */
-    static final java.util.List<String> ISA_LEVELS = java.util.List.of("scalar", "avx2", "avx512");
+    /**
+     * ISA levels accepted by {@code -Dstitch.native.isa} on this host's architecture, lowest first;
+     * the index is the level {@code stitch_cap_isa} takes (docs/platforms.md).
+     */
+    static java.util.List<String> isaLevels() {
+        return NativeLibrary.platform().endsWith("-aarch64")
+            ? java.util.List.of("scalar", "neon", "sve")
+            : java.util.List.of("scalar", "avx2", "avx512");
+    }
 
     /**
      * Binds the library behind {@code lookup}, dispatching to at most {@code maxIsa} (one of
-     * {@link #ISA_LEVELS}); the best the CPU supports when null.
+     * {@link #isaLevels()}); the best the CPU supports when null.
      */
     NativeKernels(SymbolLookup lookup, String maxIsa) {
-        int level = maxIsa == null ? ISA_LEVELS.size() - 1 : ISA_LEVELS.indexOf(maxIsa);
+        java.util.List<String> levels = isaLevels();
+        int level = maxIsa == null ? levels.size() - 1 : levels.indexOf(maxIsa);
         if (level < 0) {
-            throw new IllegalArgumentException("unknown ISA '" + maxIsa + "', expected one of " + ISA_LEVELS);
+            throw new IllegalArgumentException("unknown ISA '" + maxIsa + "', expected one of " + levels);
         }
         MethodHandle capHandle = bind(lookup, "stitch_cap_isa", FunctionDescriptor.of(ADDRESS, JAVA_INT));
         try {
@@ -372,7 +380,7 @@ final class NativeKernels implements DeltaKernels {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        JavaKernels.checkEscapedSummary(units, unitCount, count, limit, summary[0], summary[1]);
+        JavaGapCoding.checkEscapedSummary(units, unitCount, count, limit, summary[0], summary[1]);
         try {
             return (long) scatterEscaped.invokeExact(dst, width, units, unitCount, values, xor ? 1 : 0);
         } catch (Throwable t) {
@@ -469,7 +477,7 @@ final class NativeKernels implements DeltaKernels {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        JavaKernels.checkEscapedSummary(units, unitCount, count, bytes / width, summary[0], summary[1]);
+        JavaGapCoding.checkEscapedSummary(units, unitCount, count, bytes / width, summary[0], summary[1]);
         long[] out = new long[2];
         try {
             scatterEscapedXxh3.invokeExact(dst, bytes, width, units, unitCount, values, xor ? 1 : 0, undo, MemorySegment.ofArray(out));

@@ -7,7 +7,9 @@ import static dev.stitch.kernels.KernelArgs.LE64;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -15,7 +17,9 @@ import jdk.incubator.vector.VectorSpecies;
 /**
  * Vector API scans for the Java kernels: one byte-wise compare per vector gives a bit per byte,
  * folded to a bit per element with {@link Long#compress} (PEXT on x86), then only set bits are
- * visited. Loaded only when the {@code jdk.incubator.vector} module is present.
+ * visited (the diff where {@link VectorCompressDiff} does not apply); the change count; the summary
+ * of an escaped gap stream; and the streaming read. Loaded only when the {@code jdk.incubator.vector}
+ * module is present.
  */
 final class VectorScan {
 
@@ -94,13 +98,13 @@ final class VectorScan {
                     int j = Long.numberOfTrailingZeros(bits);
                     bits &= bits - 1;
                     long e = off + ((long) j << shift);
-                    long nv = JavaKernels.get(neu, width, e);
+                    long nv = ElementAccess.get(neu, width, e);
                     if (positionWidth == 4) {
                         positions.set(LE32, k << 2, (int) (first + j));
                     } else {
                         positions.set(LE64, k << 3, first + j);
                     }
-                    JavaKernels.set(values, width, k << shift, xorValues ? nv ^ JavaKernels.get(old, width, e) : nv);
+                    ElementAccess.set(values, width, k << shift, xorValues ? nv ^ ElementAccess.get(old, width, e) : nv);
                     k++;
                 }
             }
@@ -126,6 +130,51 @@ final class VectorScan {
             x ^= data.get(LE64, off);
         }
         return x;
+    }
+
+    private static final VectorSpecies<Short> UNITS = ShortVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> UNIT_SUMS = IntVector.SPECIES_PREFERRED;
+
+    /**
+     * Sum of all u16 units and the number that are not escapes (0xFFFF), as stitch_escaped_summary;
+     * the tail past the last whole vector is summed by the caller from {@code summary[2]} on.
+     * Units are added pairwise as 32-bit lanes (unit 2i in the low half, 2i+1 in the high half), in
+     * rounds short enough that the int reduction of the lanes cannot overflow before it is added to
+     * the long total.
+     */
+    static void escapedSummary(MemorySegment units, long unitCount, long[] summary) {
+        int lanes = UNITS.length();
+        long whole = unitCount - unitCount % lanes;
+        long rounds = Integer.MAX_VALUE / (UNIT_SUMS.length() * 2L * 0xFFFF);
+        long sum = 0;
+        long ends = 0;
+        ShortVector escape = ShortVector.broadcast(UNITS, (short) 0xFFFF);
+        for (long u = 0; u < whole; ) {
+            IntVector acc = IntVector.zero(UNIT_SUMS);
+            long stop = Math.min(whole, u + rounds * lanes);
+            for (; u < stop; u += lanes) {
+                ShortVector v = ShortVector.fromMemorySegment(UNITS, units, u << 1, ByteOrder.LITTLE_ENDIAN);
+                IntVector pairs = v.reinterpretAsInts();
+                acc = acc.add(pairs.and(0xFFFF)).add(pairs.lanewise(VectorOperators.LSHR, 16));
+                ends += lanes - v.compare(VectorOperators.EQ, escape).trueCount();
+            }
+            sum += acc.reduceLanesToLong(VectorOperators.ADD);
+        }
+        summary[0] = sum;
+        summary[1] = ends;
+        summary[2] = whole;
+    }
+
+    /** XORs the whole vectors of {@code payload} into {@code dst}; returns the bytes done, the caller does the rest. */
+    static long xorInto(MemorySegment dst, MemorySegment payload, long bytes) {
+        int vb = BYTES.vectorByteSize();
+        long off = 0;
+        for (; off + vb <= bytes; off += vb) {
+            ByteVector.fromMemorySegment(BYTES, dst, off, ByteOrder.LITTLE_ENDIAN)
+                .lanewise(VectorOperators.XOR, ByteVector.fromMemorySegment(BYTES, payload, off, ByteOrder.LITTLE_ENDIAN))
+                .intoMemorySegment(dst, off, ByteOrder.LITTLE_ENDIAN);
+        }
+        return off;
     }
 
     /** Bytes {@link #streamRead} covers (whole 64-bit words). */

@@ -56,7 +56,7 @@ public abstract class DeltaKernelsContract {
             if (rnd.nextDouble() < density) {
                 long v = elem(neu, width, i);
                 long flip = 1L << rnd.nextInt(8 * width);
-                putElem(neu, width, i, v ^ flip ^ (rnd.nextBoolean() ? 0 : rnd.nextLong() & JavaKernels.laneMask(width)));
+                putElem(neu, width, i, v ^ flip ^ (rnd.nextBoolean() ? 0 : rnd.nextLong() & ElementAccess.laneMask(width)));
                 if (elem(neu, width, i) == v) {
                     putElem(neu, width, i, v ^ 1);
                 }
@@ -142,9 +142,10 @@ public abstract class DeltaKernelsContract {
                                 boolean xor = (mode & 1) != 0;
                                 boolean update = (mode & 2) != 0;
                                 long base = pw == 8 ? (1L << 33) + 5 : 1000;
-                                MemorySegment positions = MemorySegment.ofArray(new byte[n * pw]);
+                                // all-native outputs too, the layout the Java kernels reach by address
+                                MemorySegment positions = heap ? MemorySegment.ofArray(new byte[n * pw]) : nat(arena, new byte[n * pw]);
                                 MemorySegment values = nat(arena, new byte[n * width]);
-                                MemorySegment snapshot = MemorySegment.ofArray(p[0].clone());
+                                MemorySegment snapshot = heap ? MemorySegment.ofArray(p[0].clone()) : nat(arena, p[0]);
                                 long got = k.diffGather(snapshot, neu, width, base, positions, pw, values, xor, update);
                                 assertEquals(expected.length, got);
                                 long[] shifted = Arrays.stream(expected).map(i -> i + base).toArray();
@@ -169,20 +170,24 @@ public abstract class DeltaKernelsContract {
     void diffGatherOnUnalignedSlices() {
         DeltaKernels k = kernels();
         SplittableRandom rnd = new SplittableRandom(5);
-        for (int width : WIDTHS) {
-            byte[][] p = pair(rnd, width, 301, 0.1);
-            byte[] oldPad = new byte[p[0].length + 3];
-            byte[] newPad = new byte[p[1].length + 5];
-            System.arraycopy(p[0], 0, oldPad, 3, p[0].length);
-            System.arraycopy(p[1], 0, newPad, 5, p[1].length);
-            MemorySegment old = MemorySegment.ofArray(oldPad).asSlice(3, p[0].length);
-            MemorySegment neu = MemorySegment.ofArray(newPad).asSlice(5, p[1].length);
-            long[] expected = changed(p[0], p[1], width);
-            MemorySegment positions = MemorySegment.ofArray(new byte[301 * 4 + 1]).asSlice(1);
-            MemorySegment values = MemorySegment.ofArray(new byte[301 * width + 7]).asSlice(7);
-            assertEquals(expected.length, k.diffGather(old, neu, width, 0, positions, 4, values, false, true));
-            assertArrayEquals(positionsBytes(expected, 4), Arrays.copyOf(positions.toArray(ValueLayout.JAVA_BYTE), expected.length * 4));
-            assertArrayEquals(p[1], old.toArray(ValueLayout.JAVA_BYTE));
+        try (Arena arena = Arena.ofConfined()) {
+            for (boolean heap : new boolean[] {true, false}) {
+                for (int width : WIDTHS) {
+                    byte[][] p = pair(rnd, width, 301, 0.1);
+                    byte[] oldPad = new byte[p[0].length + 3];
+                    byte[] newPad = new byte[p[1].length + 5];
+                    System.arraycopy(p[0], 0, oldPad, 3, p[0].length);
+                    System.arraycopy(p[1], 0, newPad, 5, p[1].length);
+                    MemorySegment old = (heap ? MemorySegment.ofArray(oldPad) : nat(arena, oldPad)).asSlice(3, p[0].length);
+                    MemorySegment neu = (heap ? MemorySegment.ofArray(newPad) : nat(arena, newPad)).asSlice(5, p[1].length);
+                    long[] expected = changed(p[0], p[1], width);
+                    MemorySegment positions = (heap ? MemorySegment.ofArray(new byte[301 * 4 + 1]) : nat(arena, new byte[301 * 4 + 1])).asSlice(1);
+                    MemorySegment values = (heap ? MemorySegment.ofArray(new byte[301 * width + 7]) : nat(arena, new byte[301 * width + 7])).asSlice(7);
+                    assertEquals(expected.length, k.diffGather(old, neu, width, 0, positions, 4, values, false, true));
+                    assertArrayEquals(positionsBytes(expected, 4), Arrays.copyOf(positions.toArray(ValueLayout.JAVA_BYTE), expected.length * 4));
+                    assertArrayEquals(p[1], old.toArray(ValueLayout.JAVA_BYTE));
+                }
+            }
         }
     }
 
@@ -487,8 +492,10 @@ public abstract class DeltaKernelsContract {
                     short[] units = escapedOf(pos);
                     for (boolean xor : new boolean[] {false, true}) {
                         MemorySegment dst = nat(arena, p[0]);
-                        long written = k.scatterEscapedGaps(dst, width, MemorySegment.ofArray(unitsBytes(units)), units.length,
-                            MemorySegment.ofArray(xor ? xors : vals), pos.length, xor);
+                        // overwrites from native streams take the Java kernels' by-address path, XORs from heap ones the checked path
+                        MemorySegment unitSeg = xor ? MemorySegment.ofArray(unitsBytes(units)) : nat(arena, unitsBytes(units));
+                        MemorySegment valueSeg = xor ? MemorySegment.ofArray(xors) : nat(arena, vals);
+                        long written = k.scatterEscapedGaps(dst, width, unitSeg, units.length, valueSeg, pos.length, xor);
                         assertEquals(pos.length, written);
                         assertArrayEquals(p[1], dst.toArray(ValueLayout.JAVA_BYTE));
                     }
