@@ -7,7 +7,7 @@ import java.util.List;
  * The link between "datacenter A" (the object store) and "datacenter B" (the publisher's and
  * reader's side of this bench), limited to a rate (docs/benchmarks.md, bench remote).
  */
-interface LimitedLink extends Closeable {
+public interface LimitedLink extends Closeable {
 
     /** The address the store listens on inside datacenter A. */
     String storeHost();
@@ -20,6 +20,9 @@ interface LimitedLink extends Closeable {
 
     /** The limited rate, bytes per second (each direction). */
     double bytesPerSecond();
+
+    /** Bytes that crossed from datacenter A to datacenter B so far (what the cache tier saves). */
+    long bytesToB() throws java.io.IOException;
 
     /** One line for the output: what limits the link and how. */
     String describe();

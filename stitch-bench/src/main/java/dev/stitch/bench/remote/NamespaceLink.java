@@ -13,7 +13,7 @@ import java.util.Locale;
  * {@code tc tbf} qdisc at the link rate on both ends (each direction's egress). Needs root, iproute2
  * and the tbf scheduler; adds no latency ({@code netem} is not available on these machines).
  */
-final class NamespaceLink implements LimitedLink {
+public final class NamespaceLink implements LimitedLink {
     private static final String HOST_A = "10.77.0.2";
     private static final String HOST_B = "10.77.0.1";
 
@@ -30,7 +30,7 @@ final class NamespaceLink implements LimitedLink {
     }
 
     /** Whether this process can build one: root, with {@code ip} and {@code tc} on the path. */
-    static String unavailableReason() {
+    public static String unavailableReason() {
         if (!"root".equals(System.getProperty("user.name"))) {
             return "not running as root";
         }
@@ -52,7 +52,7 @@ final class NamespaceLink implements LimitedLink {
     }
 
     /** Creates namespace, veth pair, addresses and both tbf qdiscs; undoes what it did on failure. */
-    static NamespaceLink create(double mbps) throws IOException {
+    public static NamespaceLink create(double mbps) throws IOException {
         String id = Long.toString(ProcessHandle.current().pid());
         NamespaceLink link = new NamespaceLink("stitch-a-" + id, "stb" + id, mbps);
         String vethA = "sta" + id;
@@ -96,6 +96,17 @@ final class NamespaceLink implements LimitedLink {
     @Override
     public double bytesPerSecond() {
         return bytesPerSecond;
+    }
+
+    @Override
+    public long bytesToB() throws IOException {
+        // what datacenter B's end of the veth pair received
+        return Long.parseLong(Files.readString(Path.of("/sys/class/net", vethB, "statistics", "rx_bytes")).trim());
+    }
+
+    /** The address of datacenter B's end, where A reaches services running in B. */
+    public String hostB() {
+        return HOST_B;
     }
 
     @Override

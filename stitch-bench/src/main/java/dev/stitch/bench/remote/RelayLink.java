@@ -15,17 +15,18 @@ import java.util.Locale;
  * The bench's own throttled link, for machines where namespaces are not allowed: a TCP relay on
  * loopback in front of the store, with one token bucket per direction at the link rate.
  */
-final class RelayLink implements LimitedLink {
+public final class RelayLink implements LimitedLink {
     private static final int BLOCK = 64 * 1024;
 
     private final double bytesPerSecond;
     private final double mbps;
     private final TokenBucket towardsA;
     private final TokenBucket towardsB;
+    private final java.util.concurrent.atomic.AtomicLong toB = new java.util.concurrent.atomic.AtomicLong();
     private ServerSocket server;
     private volatile boolean closed;
 
-    RelayLink(double mbps) {
+    public RelayLink(double mbps) {
         this.mbps = mbps;
         this.bytesPerSecond = mbps * 1e6 / 8;
         long burst = Math.max(BLOCK, (long) (bytesPerSecond / 100));
@@ -59,8 +60,8 @@ final class RelayLink implements LimitedLink {
                 Socket client = server.accept();
                 Socket store = new Socket();
                 store.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), storePort));
-                Thread.ofVirtual().start(() -> pump(client, store, towardsA));
-                Thread.ofVirtual().start(() -> pump(store, client, towardsB));
+                Thread.ofVirtual().start(() -> pump(client, store, towardsA, null));
+                Thread.ofVirtual().start(() -> pump(store, client, towardsB, toB));
             } catch (IOException e) {
                 if (!closed) {
                     System.err.println("relay: " + e.getMessage());
@@ -69,13 +70,16 @@ final class RelayLink implements LimitedLink {
         }
     }
 
-    private static void pump(Socket from, Socket to, TokenBucket bucket) {
+    private static void pump(Socket from, Socket to, TokenBucket bucket, java.util.concurrent.atomic.AtomicLong counter) {
         byte[] buf = new byte[BLOCK];
         try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
             int n;
             while ((n = in.read(buf)) > 0) {
                 bucket.acquire(n);
                 out.write(buf, 0, n);
+                if (counter != null) {
+                    counter.addAndGet(n);
+                }
             }
         } catch (IOException | InterruptedException e) {
             // one side closed: the other direction notices on its next read
@@ -96,6 +100,11 @@ final class RelayLink implements LimitedLink {
     @Override
     public double bytesPerSecond() {
         return bytesPerSecond;
+    }
+
+    @Override
+    public long bytesToB() {
+        return toB.get();
     }
 
     @Override
