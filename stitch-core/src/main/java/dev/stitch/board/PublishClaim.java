@@ -116,6 +116,11 @@ final class PublishClaim {
         }
     }
 
+    /** Whether this publisher still holds the claim (as far as its last renewal knows). */
+    boolean held() {
+        return !lost;
+    }
+
     /** Fails when another publisher took the claim over (this one stalled past the stale age). */
     void ensureHeld() throws PointerConflictException {
         if (lost) {

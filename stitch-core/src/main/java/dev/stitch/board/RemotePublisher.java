@@ -19,6 +19,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,7 +53,8 @@ final class RemotePublisher implements Closeable {
     private final BoardOptions options;
     private final RemoteBoardOptions remote;
     private final String owner;
-    private final ExecutorService uploads = Executors.newVirtualThreadPerTaskExecutor();
+    /** The upload threads of each publication not yet committed or discarded, stopped when the board closes. */
+    private final Set<ExecutorService> openUploads = ConcurrentHashMap.newKeySet();
     private final Semaphore filesInFlight = new Semaphore(FILES_IN_FLIGHT);
     private final ScheduledExecutorService renewals = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "stitch-claim-renewal");
@@ -184,16 +187,32 @@ final class RemotePublisher implements Closeable {
     @Override
     public void close() {
         renewals.shutdownNow();
-        uploads.shutdownNow();
+        openUploads.forEach(ExecutorService::shutdownNow);
+    }
+
+    /**
+     * Aborts the incomplete multipart uploads of {@code version}, once it is published (nobody needs them
+     * then) or while this publisher still holds its claim (they can only be its own: {@link #clearLeftovers}
+     * removed everyone else's when the claim was taken). A multipart upload whose creation was retried
+     * after a lost answer, or interrupted after the server had created it, leaves one whose id the store
+     * never learned, so the upload could not abort it itself.
+     */
+    private void abortStrayUploads(long version) throws IOException {
+        for (ObjectStore.PendingUpload u : store.pendingUploads(RemoteBulletinBoard.key(version, ""))) {
+            store.abort(u);
+        }
     }
 
     /** One publication's uploads, manifest and pointer move. */
     private final class Target implements VersionPublication.PublicationTarget {
         private final PublishClaim claim;
+        /** This publication's own threads, so that a discard can stop its uploads and wait until they have. */
+        private final ExecutorService uploads = Executors.newVirtualThreadPerTaskExecutor();
         private final List<Future<String>> uploaded = new ArrayList<>();
 
         Target(PublishClaim claim) {
             this.claim = claim;
+            openUploads.add(uploads);
         }
 
         @Override
@@ -272,7 +291,14 @@ final class RemotePublisher implements Closeable {
                     }
                 }
             }
+            try {
+                abortStrayUploads(pub.version());
+            } catch (IOException e) {
+                LOG.warn("version {} is published, but its stray incomplete uploads could not be listed or aborted (gc will): {}",
+                        pub.version(), e.getMessage());
+            }
             claim.release();
+            closeUploads();
             FilesystemBulletinBoard.deleteTree(pub.stagingDirectory());
             LOG.debug("published version {} to {}", pub.version(), store.location());
             return manifest;
@@ -298,27 +324,28 @@ final class RemotePublisher implements Closeable {
 
         @Override
         public void discard(VersionPublication pub) throws IOException {
-            List<Future<String>> all;
             synchronized (uploaded) {
-                all = new ArrayList<>(uploaded);
                 uploaded.clear();
             }
-            for (Future<String> f : all) {
-                f.cancel(true);
-            }
+            // Uploads still running would land after the cleanup below, or after the claim is released, where the
+            // next holder of the claim would take them for another publisher's: interrupt them and wait until they
+            // have stopped (a multipart upload aborts itself on the way out).
+            uploads.shutdownNow();
+            closeUploads();
             // What landed is removed now if the store answers; otherwise the next claim holder or gc removes it.
             try {
                 LatestPointer current = parse(board.readPointerDocument());
-                if (current.version() >= pub.version() && Objects.equals(current.runId(), pub.runId())) {
-                    // The pointer move landed though its answer was lost: the version is published, keep it.
-                    claim.release();
-                    FilesystemBulletinBoard.deleteTree(pub.stagingDirectory());
-                    return;
-                }
-                for (ObjectInfo o : store.list(RemoteBulletinBoard.key(pub.version(), ""))) {
-                    if (owner.equals(store.stat(o.key()).map(i -> i.metadata().get(PublishClaim.OWNER_KEY)).orElse(null))) {
-                        store.delete(o.key());
+                // The pointer move may have landed though its answer was lost: then the version is published, keep it.
+                boolean published = current.version() >= pub.version() && Objects.equals(current.runId(), pub.runId());
+                if (!published) {
+                    for (ObjectInfo o : store.list(RemoteBulletinBoard.key(pub.version(), ""))) {
+                        if (owner.equals(store.stat(o.key()).map(i -> i.metadata().get(PublishClaim.OWNER_KEY)).orElse(null))) {
+                            store.delete(o.key());
+                        }
                     }
+                }
+                if (published || claim.held()) {
+                    abortStrayUploads(pub.version());
                 }
             } catch (IOException e) {
                 LOG.warn("could not remove the uploaded files of abandoned version {} (the next publish or gc will): {}",
@@ -326,6 +353,12 @@ final class RemotePublisher implements Closeable {
             }
             claim.release();
             FilesystemBulletinBoard.deleteTree(pub.stagingDirectory());
+        }
+
+        /** Waits for this publication's upload threads to end (they have finished, or were told to stop). */
+        private void closeUploads() {
+            openUploads.remove(uploads);
+            uploads.close();
         }
     }
 }
