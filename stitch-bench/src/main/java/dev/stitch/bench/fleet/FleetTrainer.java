@@ -1,0 +1,80 @@
+package dev.stitch.bench.fleet;
+
+import dev.stitch.board.BoardAddress;
+import dev.stitch.board.BoardOptions;
+import dev.stitch.board.RemoteBoardOptions;
+import dev.stitch.board.RemoteBulletinBoard;
+import dev.stitch.board.store.StoreOptions;
+import dev.stitch.encode.TensorData;
+import dev.stitch.format.DeltaFormat;
+import dev.stitch.publish.PublishResult;
+import dev.stitch.publish.WeightPublisher;
+import dev.stitch.publish.Weights;
+import dev.stitch.rehearsal.SyntheticModel;
+import dev.stitch.rehearsal.TrainerStep;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The trainer of {@code stitch bench fleet}, run as a child process in datacenter A (inside its
+ * network namespace) so that its uploads to the board do not cross the link being measured. It
+ * writes the base checkpoint, then publishes one version per {@code publish} line on stdin and
+ * answers {@code published <v> <epoch micros> <bytes>} once the pointer moved.
+ *
+ * <p>Arguments: endpoint, board URI, model bytes, density, anchor interval, base checkpoint directory.
+ */
+public final class FleetTrainer {
+    private FleetTrainer() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        URI endpoint = URI.create(args[0]);
+        BoardAddress address = BoardAddress.parse(args[1]);
+        long modelBytes = Long.parseLong(args[2]);
+        double density = Double.parseDouble(args[3]);
+        int anchorInterval = Integer.parseInt(args[4]);
+        Path base = Path.of(args[5]);
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        StoreOptions store = StoreOptions.defaults().withS3Endpoint(endpoint, true);
+        try (SyntheticModel model = SyntheticModel.generate(modelBytes, 17);
+             RemoteBulletinBoard board = RemoteBulletinBoard.create(address, "fleet", BoardOptions.defaults(),
+                     RemoteBoardOptions.defaults(address).withCacheDir(base.resolveSibling("trainer-cache")).withStore(store))) {
+            model.writeCheckpoint(base);
+            TrainerStep step = new TrainerStep(density, TrainerStep.Pattern.parse("uniform"), 23);
+            try (WeightPublisher publisher = WeightPublisher.builder().board(board).runId("fleet")
+                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(anchorInterval).threads(1)
+                    .recordWeightsDigest(true).seedFrom(base).build()) {
+                out.println("ready");
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line;
+                long v = 0;
+                while ((line = in.readLine()) != null) {
+                    if (!line.equals("publish")) {
+                        break;
+                    }
+                    v++;
+                    step.apply(model.tensors(), v);
+                    PublishResult r = publisher.publish(v, weights(model));
+                    Instant at = Instant.now();
+                    out.println("published " + v + " " + (at.getEpochSecond() * 1_000_000 + at.getNano() / 1000) + " "
+                            + r.bytesWritten());
+                }
+            }
+        }
+    }
+
+    private static Weights weights(SyntheticModel model) {
+        List<TensorData> tensors = new ArrayList<>();
+        for (var spec : model.specs()) {
+            tensors.add(new TensorData(spec, model.tensors().get(spec.name())));
+        }
+        return Weights.of(tensors);
+    }
+}
