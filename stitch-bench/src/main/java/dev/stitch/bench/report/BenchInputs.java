@@ -19,7 +19,7 @@ import java.util.Map;
  */
 final class BenchInputs {
     /** Files the report knows, in the order it shows them. */
-    static final List<String> NAMES = List.of("kernels", "publish", "proxy", "simulate");
+    static final List<String> NAMES = List.of("kernels", "publish", "proxy", "simulate", "remote", "fleet");
 
     /** Hard limit on an input file, so a wrong path cannot make the report read gigabytes. */
     private static final long MAX_BYTES = 64L * 1024 * 1024;

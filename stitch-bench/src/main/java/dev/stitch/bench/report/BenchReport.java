@@ -62,6 +62,8 @@ public final class BenchReport {
         publish(in);
         proxy(in);
         simulate(in);
+        remote(in);
+        fleet(in);
         html.append("</body></html>\n");
     }
 
@@ -198,6 +200,55 @@ public final class BenchReport {
                 "Stage times at " + String.format(Locale.ROOT, "%.0f", shownLink) + " MB/s (" + what + ")",
                 "backend/encoding", "seconds", stages),
                 "Busy time of each stage, the pipelined time-to-serve, and the sum of the stages (sequential) for comparison.");
+        table(rows);
+    }
+
+    private void remote(BenchInputs in) throws IOException {
+        section("Remote board throughput", "remote");
+        List<Map<String, Object>> rows = in.rows("remote");
+        if (rows == null) {
+            return;
+        }
+        ChartSet.CategoryData fraction = new ChartSet.CategoryData();
+        for (Map<String, Object> r : rows) {
+            if (r.get("link_fraction") instanceof Number) {
+                fraction.add(BenchInputs.text(r, "phase"), "v" + BenchInputs.text(r, "version"), BenchInputs.number(r, "link_fraction"));
+            }
+        }
+        chart("remote-link.png", fraction.isEmpty() ? null : f -> ChartSet.bars(f, "Publish and fetch throughput / link rate",
+                "version", "fraction of the link rate", fraction),
+                "Bytes per second while uploading each version to the S3 board and while fetching it into a verified cache, "
+                + "divided by the limited link's rate; 'all' is the total over the run.");
+        table(rows);
+    }
+
+    private void fleet(BenchInputs in) throws IOException {
+        section("Two-datacenter fleet", "fleet");
+        List<Map<String, Object>> rows = in.rows("fleet");
+        if (rows == null) {
+            return;
+        }
+        ChartSet.CategoryData ratio = new ChartSet.CategoryData();
+        ChartSet.CategoryData times = new ChartSet.CategoryData();
+        for (Map<String, Object> r : rows) {
+            if (!"all".equals(BenchInputs.text(r, "version"))) {
+                continue;
+            }
+            String cache = "cache " + BenchInputs.text(r, "cache");
+            ratio.add("link bytes / one copy", cache, BenchInputs.number(r, "link_bytes_ratio"));
+            ratio.add("late joiner link bytes / its fetch", cache, BenchInputs.number(r, "late_joiner_link_ratio"));
+            times.add("first host", cache, BenchInputs.number(r, "first_host_s"));
+            times.add("last host", cache, BenchInputs.number(r, "last_host_s"));
+            times.add("late joiner", cache, BenchInputs.number(r, "late_joiner_s"));
+        }
+        chart("fleet-link.png", ratio.isEmpty() ? null : f -> ChartSet.bars(f, "Bytes across the link per version, with and without the cache",
+                "cache mode", "ratio", ratio),
+                "What crossed the limited link per version divided by one copy of the version, and for a late joiner by "
+                + "what it fetched; with the cache tier each version should cross once.");
+        chart("fleet-times.png", times.isEmpty() ? null : f -> ChartSet.bars(f, "Pointer move to serving", "cache mode",
+                "seconds", times),
+                "Mean time from the trainer's pointer move to the first and the last host serving the version, and a late "
+                + "joiner's time from start to serving the newest version.");
         table(rows);
     }
 

@@ -25,12 +25,15 @@ class BenchReportTest {
         writePublish(in);
         writeProxy(in);
         writeSimulate(in);
+        writeRemote(in);
+        writeFleet(in);
         Path out = dir.resolve("out");
 
         BenchReport.Summary s = BenchReport.render(in, out);
 
         assertEquals(List.of("kernels-floor.png", "publish-encode.png", "publish-apply.png", "publish-bytes.png",
-                "proxy-latency.png", "simulate-link.png", "simulate-stages.png"), s.charts());
+                "proxy-latency.png", "simulate-link.png", "simulate-stages.png", "remote-link.png", "fleet-link.png",
+                "fleet-times.png"), s.charts());
         assertTrue(s.notes().isEmpty(), s.notes().toString());
         String html = Files.readString(out.resolve("index.html"));
         for (String chart : s.charts()) {
@@ -53,7 +56,7 @@ class BenchReportTest {
         BenchReport.Summary s = BenchReport.render(in, dir.resolve("out"));
 
         assertEquals(List.of("publish-encode.png", "publish-apply.png", "publish-bytes.png"), s.charts());
-        assertEquals(3, s.notes().size(), s.notes().toString());
+        assertEquals(5, s.notes().size(), s.notes().toString());
         String html = Files.readString(dir.resolve("out/index.html"));
         assertTrue(html.contains("kernels.json not found"));
         assertTrue(html.contains("simulate.json not found"));
@@ -139,6 +142,37 @@ class BenchReportTest {
             }
         }
         r.writeJson(in.resolve("publish.json"));
+    }
+
+    static void writeRemote(Path in) {
+        BenchResults r = new BenchResults("remote");
+        for (String phase : new String[] {"publish", "fetch"}) {
+            for (String v : new String[] {"1", "2", "all"}) {
+                Map<String, Object> row = r.row();
+                row.put("phase", phase);
+                row.put("version", v);
+                row.put("bytes", 1000000);
+                row.put("seconds", 0.05);
+                row.put("link_fraction", phase.equals("publish") ? 0.85 : 0.92);
+            }
+        }
+        r.writeJson(in.resolve("remote.json"));
+    }
+
+    static void writeFleet(Path in) {
+        BenchResults r = new BenchResults("fleet");
+        for (String cache : new String[] {"nginx", "none"}) {
+            Map<String, Object> row = r.row();
+            row.put("cache", cache);
+            row.put("version", "all");
+            row.put("link_bytes_ratio", cache.equals("nginx") ? 1.02 : 8.01);
+            row.put("late_joiner_link_ratio", cache.equals("nginx") ? 1.0 : 1.0);
+            row.put("first_host_s", 1.5);
+            row.put("last_host_s", cache.equals("nginx") ? 1.7 : 9.5);
+            row.put("late_joiner_s", 3.2);
+            row.put("mislabeled", 0);
+        }
+        r.writeJson(in.resolve("fleet.json"));
     }
 
     static void writeProxy(Path in) {
