@@ -61,6 +61,12 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
     @Option(names = "--poll-interval-s", defaultValue = "0.5", paramLabel = "S", description = "Sidecars' board poll period (default ${DEFAULT-VALUE}).")
     double pollIntervalS;
 
+    @Option(names = "--mode", defaultValue = "engine", paramLabel = "MODE",
+            description = "engine: the engines apply sparse_delta files from the sidecars' caches (SGLang with slime's "
+                    + "receiver); host: the sidecars apply stitch_delta to local checkpoint copies and the engines reload "
+                    + "(default ${DEFAULT-VALUE}).")
+    String mode;
+
     @Option(names = "--link", defaultValue = "auto", paramLabel = "KIND", description = "netns, relay or auto (default ${DEFAULT-VALUE}).")
     String link;
 
@@ -81,6 +87,9 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
             case "nginx", "none" -> List.of(cache);
             default -> throw new CliFailure("--cache must be nginx, none or both, not '" + cache + "'", 2);
         };
+        if (!List.of("engine", "host").contains(mode)) {
+            throw new CliFailure("--mode must be engine or host, not '" + mode + "'", 2);
+        }
         if (!List.of("auto", "netns", "relay").contains(link)) {
             throw new CliFailure("--link must be netns, relay or auto, not '" + link + "'", 2);
         }
@@ -88,7 +97,7 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
             throw new CliFailure("--cache nginx: " + NginxCache.unavailableReason(), 2);
         }
         FleetRun.Options options = new FleetRun.Options(hosts, versions, linkMbps, lateJoiners, modelSize, density,
-                anchorInterval, pollIntervalS, s3proxyJar, link);
+                anchorInterval, pollIntervalS, s3proxyJar, link, mode.equals("engine"));
         BenchResults results = new BenchResults("fleet");
         List<Map<String, Object>> summaries = new ArrayList<>();
         for (String mode : modes) {

@@ -14,13 +14,18 @@ import dev.stitch.sync.SyncConfig;
 import java.net.URI;
 import java.nio.file.Path;
 
-/** One rollout host of the fleet: a reference engine and its sidecar (host mode), in this process. */
+/** One rollout host of the fleet: a reference engine and its sidecar, in this process. */
 final class FleetHost implements AutoCloseable {
     private final ReferenceEngine engine;
     private final Sidecar sidecar;
     private final Path cache;
 
-    FleetHost(String name, BoardAddress board, Path base, Path dir, double pollIntervalS, int partBytes) throws java.io.IOException {
+    /**
+     * @param engineMode engine mode (the engine applies the delta files from the cache itself) rather than
+     *                   host mode (the sidecar rewrites a local checkpoint copy and the engine reloads it)
+     */
+    FleetHost(String name, BoardAddress board, Path base, Path dir, double pollIntervalS, int partBytes, boolean engineMode)
+            throws java.io.IOException {
         this.engine = new ReferenceEngine(ReferenceEngine.Config.local(base)).start();
         URI upstream = URI.create(engine.url());
         Path local = dir.resolve("local");
@@ -29,8 +34,8 @@ final class FleetHost implements AutoCloseable {
                 SyncConfig.defaults().withPolling(pollIntervalS, 0).withBackoff(0.2, 1).withBoot(null, 0, local.resolve(".stitch")),
                 board, RemoteBoardOptions.defaults(board).withCacheDir(cache)
                         .withStore(StoreOptions.defaults().withPartBytes(partBytes)),
-                BoardLayout.STITCH, "host", SglangSettings.of(upstream, cache).withHostCheckpoints(local, base)
-                        .withOptions(3, false, true), name);
+                BoardLayout.STITCH, engineMode ? "engine" : "host", engineMode ? SglangSettings.of(upstream, cache)
+                        : SglangSettings.of(upstream, cache).withHostCheckpoints(local, base).withOptions(3, false, true), name);
         this.sidecar = Sidecar.start(config, "bench-fleet");
     }
 

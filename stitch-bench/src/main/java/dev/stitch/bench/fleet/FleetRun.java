@@ -43,7 +43,7 @@ final class FleetRun {
     private static final String BOARD_PATH = "/" + BUCKET + "/board";
 
     record Options(int hosts, int versions, double linkMbps, int lateJoiners, long modelBytes, double density,
-                   int anchorInterval, double pollIntervalS, Path s3proxyJar, String linkKind) {
+                   int anchorInterval, double pollIntervalS, Path s3proxyJar, String linkKind, boolean engineMode) {
     }
 
     private final String cacheMode;
@@ -101,7 +101,7 @@ final class FleetRun {
         log.printf("[%s] %d hosts follow %s%n", cacheMode, o.hosts(), board);
         List<FleetHost> hosts = new ArrayList<>();
         for (int h = 0; h < o.hosts(); h++) {
-            hosts.add(keep(new FleetHost("host-" + h, board, base, work.resolve("host-" + h), o.pollIntervalS(), 16 << 20)));
+            hosts.add(keep(new FleetHost("host-" + h, board, base, work.resolve("host-" + h), o.pollIntervalS(), 16 << 20, o.engineMode())));
         }
         Map<Long, String> digests = new ConcurrentHashMap<>();
         digests.put(0L, engineDigest(hosts.get(0).engineUrl()));
@@ -150,7 +150,7 @@ final class FleetRun {
             long t0 = System.nanoTime();
             List<FleetHost> joiners = new ArrayList<>();
             for (int j = 0; j < o.lateJoiners(); j++) {
-                joiners.add(keep(new FleetHost("joiner-" + j, board, base, work.resolve("joiner-" + j), o.pollIntervalS(), 16 << 20)));
+                joiners.add(keep(new FleetHost("joiner-" + j, board, base, work.resolve("joiner-" + j), o.pollIntervalS(), 16 << 20, o.engineMode())));
             }
             waitUntilServed(joiners, o.versions());
             joinerSeconds = (System.nanoTime() - t0) / 1e9;
@@ -291,7 +291,8 @@ final class FleetRun {
             cmd.add(ProcessHandle.current().info().command().orElse("java"));
             cmd.addAll(List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xmx2g",
                     "-cp", System.getProperty("java.class.path"), FleetTrainer.class.getName(), endpoint, "s3://" + BUCKET + "/board",
-                    Long.toString(o.modelBytes()), Double.toString(o.density()), Integer.toString(o.anchorInterval()), base.toString()));
+                    Long.toString(o.modelBytes()), Double.toString(o.density()), Integer.toString(o.anchorInterval()), base.toString(),
+                    o.engineMode() ? "sparse_delta" : "stitch_delta"));
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(work.resolve("trainer.err").toFile());
             pb.environment().put("AWS_ACCESS_KEY_ID", S3ProxyServer.IDENTITY);
             pb.environment().put("AWS_SECRET_ACCESS_KEY", S3ProxyServer.CREDENTIAL);

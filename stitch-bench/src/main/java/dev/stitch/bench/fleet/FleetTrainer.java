@@ -28,7 +28,8 @@ import java.util.List;
  * writes the base checkpoint, then publishes one version per {@code publish} line on stdin and
  * answers {@code published <v> <epoch micros> <bytes>} once the pointer moved.
  *
- * <p>Arguments: endpoint, board URI, model bytes, density, anchor interval, base checkpoint directory.
+ * <p>Arguments: endpoint, board URI, model bytes, density, anchor interval, base checkpoint directory,
+ * delta format ({@code sparse_delta} for engine-mode hosts, {@code stitch_delta} for host mode).
  */
 public final class FleetTrainer {
     private FleetTrainer() {
@@ -41,6 +42,7 @@ public final class FleetTrainer {
         double density = Double.parseDouble(args[3]);
         int anchorInterval = Integer.parseInt(args[4]);
         Path base = Path.of(args[5]);
+        DeltaFormat format = DeltaFormat.parse(args[6]);
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         StoreOptions store = StoreOptions.defaults().withS3Endpoint(endpoint, true);
         try (SyntheticModel model = SyntheticModel.generate(modelBytes, 17);
@@ -49,7 +51,7 @@ public final class FleetTrainer {
             model.writeCheckpoint(base);
             TrainerStep step = new TrainerStep(density, TrainerStep.Pattern.parse("uniform"), 23);
             try (WeightPublisher publisher = WeightPublisher.builder().board(board).runId("fleet")
-                    .backends(DeltaFormat.STITCH_DELTA, DeltaFormat.FULL).anchorInterval(anchorInterval).threads(1)
+                    .backends(format, DeltaFormat.FULL).anchorInterval(anchorInterval).threads(1)
                     .recordWeightsDigest(true).seedFrom(base).build()) {
                 out.println("ready");
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
