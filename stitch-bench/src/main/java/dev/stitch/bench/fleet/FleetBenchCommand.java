@@ -67,6 +67,11 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
                     + "(default ${DEFAULT-VALUE}).")
     String mode;
 
+    @Option(names = "--wake", defaultValue = "true", negatable = true, fallbackValue = "true",
+            description = "The trainer wakes every sidecar after each publish instead of waiting for its next poll "
+                    + "(--no-wake to measure polling alone; default ${DEFAULT-VALUE}).")
+    boolean wake;
+
     @Option(names = "--link", defaultValue = "auto", paramLabel = "KIND", description = "netns, relay or auto (default ${DEFAULT-VALUE}).")
     String link;
 
@@ -97,7 +102,7 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
             throw new CliFailure("--cache nginx: " + NginxCache.unavailableReason(), 2);
         }
         FleetRun.Options options = new FleetRun.Options(hosts, versions, linkMbps, lateJoiners, modelSize, density,
-                anchorInterval, pollIntervalS, s3proxyJar, link, mode.equals("engine"));
+                anchorInterval, pollIntervalS, s3proxyJar, link, mode.equals("engine"), wake);
         BenchResults results = new BenchResults("fleet");
         List<Map<String, Object>> summaries = new ArrayList<>();
         for (String mode : modes) {

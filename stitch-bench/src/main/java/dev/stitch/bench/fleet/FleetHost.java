@@ -24,13 +24,13 @@ final class FleetHost implements AutoCloseable {
      * @param engineMode engine mode (the engine applies the delta files from the cache itself) rather than
      *                   host mode (the sidecar rewrites a local checkpoint copy and the engine reloads it)
      */
-    FleetHost(String name, BoardAddress board, Path base, Path dir, double pollIntervalS, int partBytes, boolean engineMode)
-            throws java.io.IOException {
+    FleetHost(String name, BoardAddress board, Path base, Path dir, double pollIntervalS, int partBytes, boolean engineMode,
+              String listenHost) throws java.io.IOException {
         this.engine = new ReferenceEngine(ReferenceEngine.Config.local(base)).start();
         URI upstream = URI.create(engine.url());
         Path local = dir.resolve("local");
         this.cache = dir.resolve("cache");
-        SidecarConfig config = new SidecarConfig(ProxyServer.Config.defaults(upstream).withListen("127.0.0.1", 0),
+        SidecarConfig config = new SidecarConfig(ProxyServer.Config.defaults(upstream).withListen(listenHost, 0),
                 SyncConfig.defaults().withPolling(pollIntervalS, 0).withBackoff(0.2, 1).withBoot(null, 0, local.resolve(".stitch")),
                 board, RemoteBoardOptions.defaults(board).withCacheDir(cache)
                         .withStore(StoreOptions.defaults().withPartBytes(partBytes)),
@@ -47,6 +47,7 @@ final class FleetHost implements AutoCloseable {
         return sidecar.worker().status().lastSyncError();
     }
 
+    /** The sidecar's port (it listens where datacenter A can wake it). */
     int port() {
         return sidecar.port();
     }

@@ -43,7 +43,8 @@ final class FleetRun {
     private static final String BOARD_PATH = "/" + BUCKET + "/board";
 
     record Options(int hosts, int versions, double linkMbps, int lateJoiners, long modelBytes, double density,
-                   int anchorInterval, double pollIntervalS, Path s3proxyJar, String linkKind, boolean engineMode) {
+                   int anchorInterval, double pollIntervalS, Path s3proxyJar, String linkKind, boolean engineMode,
+                   boolean wake) {
     }
 
     private final String cacheMode;
@@ -101,8 +102,13 @@ final class FleetRun {
         log.printf("[%s] %d hosts follow %s%n", cacheMode, o.hosts(), board);
         List<FleetHost> hosts = new ArrayList<>();
         for (int h = 0; h < o.hosts(); h++) {
-            hosts.add(keep(new FleetHost("host-" + h, board, base, work.resolve("host-" + h), o.pollIntervalS(), 16 << 20, o.engineMode())));
+            hosts.add(keep(new FleetHost("host-" + h, board, base, work.resolve("host-" + h), o.pollIntervalS(), 16 << 20, o.engineMode(), listenHost(link))));
         }
+        List<String> wake = new ArrayList<>();
+        for (FleetHost host : hosts) {
+            wake.add("http://" + hostB(link) + ":" + host.port());
+        }
+        trainer.notifyOnPublish(o.wake() ? String.join(",", wake) : "-");
         Map<Long, String> digests = new ConcurrentHashMap<>();
         digests.put(0L, engineDigest(hosts.get(0).engineUrl()));
         PinnedLoad load = keep(new PinnedLoad(digests));
@@ -150,7 +156,7 @@ final class FleetRun {
             long t0 = System.nanoTime();
             List<FleetHost> joiners = new ArrayList<>();
             for (int j = 0; j < o.lateJoiners(); j++) {
-                joiners.add(keep(new FleetHost("joiner-" + j, board, base, work.resolve("joiner-" + j), o.pollIntervalS(), 16 << 20, o.engineMode())));
+                joiners.add(keep(new FleetHost("joiner-" + j, board, base, work.resolve("joiner-" + j), o.pollIntervalS(), 16 << 20, o.engineMode(), listenHost(link))));
             }
             waitUntilServed(joiners, o.versions());
             joinerSeconds = (System.nanoTime() - t0) / 1e9;
@@ -184,6 +190,16 @@ final class FleetRun {
         summary.put("request_errors", load.errors());
         summary.put("mislabeled", load.mislabeled());
         return summary;
+    }
+
+    /** Sidecars listen where both this process and datacenter A (the trainer's wake) reach them. */
+    private static String listenHost(LimitedLink link) {
+        return link instanceof NamespaceLink ? "0.0.0.0" : "127.0.0.1";
+    }
+
+    /** Where datacenter A reaches services of datacenter B (this process). */
+    private static String hostB(LimitedLink link) {
+        return link instanceof NamespaceLink ns ? ns.hostB() : "127.0.0.1";
     }
 
     private LimitedLink openLink() throws IOException {
@@ -302,6 +318,11 @@ final class FleetRun {
             out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
             in = new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8);
             expect("ready");
+        }
+
+        /** Tells the trainer which sidecars to wake after each publish ({@code -}: none). */
+        void notifyOnPublish(String urls) {
+            in.println("notify " + urls);
         }
 
         /** Publishes version {@code v}; returns when its pointer moved (epoch micros). */

@@ -25,8 +25,9 @@ import java.util.List;
 /**
  * The trainer of {@code stitch bench fleet}, run as a child process in datacenter A (inside its
  * network namespace) so that its uploads to the board do not cross the link being measured. It
- * writes the base checkpoint, then publishes one version per {@code publish} line on stdin and
- * answers {@code published <v> <epoch micros> <bytes>} once the pointer moved.
+ * writes the base checkpoint and answers {@code ready}; then reads {@code notify <url,url,...>} (the
+ * sidecars to wake after each publish, or {@code -} for none) and publishes one version per
+ * {@code publish} line, answering {@code published <v> <epoch micros> <bytes>} once the pointer moved.
  *
  * <p>Arguments: endpoint, board URI, model bytes, density, anchor interval, base checkpoint directory,
  * delta format ({@code sparse_delta} for engine-mode hosts, {@code stitch_delta} for host mode).
@@ -50,11 +51,18 @@ public final class FleetTrainer {
                      RemoteBoardOptions.defaults(address).withCacheDir(base.resolveSibling("trainer-cache")).withStore(store))) {
             model.writeCheckpoint(base);
             TrainerStep step = new TrainerStep(density, TrainerStep.Pattern.parse("uniform"), 23);
+            out.println("ready");
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String notify = in.readLine();
+            List<URI> wake = new ArrayList<>();
+            if (notify != null && notify.startsWith("notify ") && !notify.equals("notify -")) {
+                for (String u : notify.substring("notify ".length()).split(",")) {
+                    wake.add(URI.create(u));
+                }
+            }
             try (WeightPublisher publisher = WeightPublisher.builder().board(board).runId("fleet")
                     .backends(format, DeltaFormat.FULL).anchorInterval(anchorInterval).threads(1)
-                    .recordWeightsDigest(true).seedFrom(base).build()) {
-                out.println("ready");
-                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                    .recordWeightsDigest(true).notify(wake, null).seedFrom(base).build()) {
                 String line;
                 long v = 0;
                 while ((line = in.readLine()) != null) {
