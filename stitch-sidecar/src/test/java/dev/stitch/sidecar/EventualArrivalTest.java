@@ -123,7 +123,7 @@ class EventualArrivalTest {
         assertTrue(eventually(30_000, () -> sidecar.worker().status().state() == SyncState.ERROR), status());
         String error = sidecar.worker().status().lastSyncError();
         assertTrue(error.startsWith("arrival_timeout: version 3 is named by the board pointer but "
-                + "versions/weight_v000003/manifest.json has not arrived after"), error);
+                + "versions/weight_v000003/manifest.json has not arrived on " + http.uri() + " after "), error);
         assertTrue(sidecar.worker().metrics().arrivalWaits() >= 1, "it waited before giving up");
         assertEquals(1, sidecar.worker().metrics().arrivalTimeouts());
         // during a backoff retry the state is PREFETCHING, between retries ERROR
