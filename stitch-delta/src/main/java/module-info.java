@@ -9,6 +9,8 @@ module dev.stitch.delta {
     requires transitive dev.stitch.natives;
     requires com.github.luben.zstd_jni;
     requires org.slf4j;
+    // The publisher's wake notification to rollout hosts is one HTTP POST each.
+    requires java.net.http;
     // DJL is optional: only DjlWeights touches it, for trainers that already have it.
     requires static ai.djl.api;
 

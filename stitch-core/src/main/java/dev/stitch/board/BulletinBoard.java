@@ -61,7 +61,8 @@ public interface BulletinBoard extends java.io.Closeable {
     /**
      * Reads the pointer; a missing pointer file is {@link LatestPointer#EMPTY}, an unreadable or
      * malformed one is a {@link dev.stitch.protocol.ProtocolException}. For the stitch layout, a pointer
-     * with a {@code manifest_checksum} is checked against its version's manifest bytes.
+     * with a {@code manifest_checksum} is checked against its version's manifest bytes; on a remote board
+     * a manifest that is not there yet is a {@link VersionNotArrivedException} (docs/protocol/board.md §7.6).
      */
     LatestPointer readLatest() throws IOException;
 
@@ -72,7 +73,8 @@ public interface BulletinBoard extends java.io.Closeable {
      * Reads and validates {@code version}'s manifest: parsed (1.2), {@code version} equal to the
      * directory's, artifact paths safe.
      *
-     * @throws java.nio.file.NoSuchFileException when the version has no manifest (never published, or GC'd)
+     * @throws java.nio.file.NoSuchFileException when the version has no manifest (never published, or GC'd);
+     *         on a remote board, a {@link VersionNotArrivedException} when the pointer already names it
      * @throws dev.stitch.protocol.ProtocolException when it is malformed or inconsistent
      */
     Manifest readManifest(long version) throws IOException;

@@ -51,6 +51,8 @@ public final class RemoteBulletinBoard implements PublishingBoard {
     private final Object pointerLock = new Object();
     private String pointerEtag;
     private LatestPointer pointer;
+    /** The version of the newest pointer parsed, even one whose manifest had not arrived: files up to it are awaited, not missing. */
+    private volatile long namedVersion;
 
     private RemoteBulletinBoard(BoardAddress address, BoardOptions options, RemoteBoardOptions remote, ObjectStore store,
                                 FetchStats stats) {
@@ -163,6 +165,7 @@ public final class RemoteBulletinBoard implements PublishingBoard {
                 forgetCachedVersions("the board's run changed from " + PointerMoves.describeRun(pointer.runId())
                         + " to " + PointerMoves.describeRun(p.runId()));
             }
+            namedVersion = p.version();
             checkManifestChecksum(p);
             pointer = p;
             pointerEtag = d.etag();
@@ -192,8 +195,8 @@ public final class RemoteBulletinBoard implements PublishingBoard {
                 manifest = manifestBytes(p.version());
             }
         } catch (NoSuchFileException e) {
-            throw new ProtocolException(LatestPointer.FILE_NAME + ": points at version " + p.version()
-                    + " whose manifest is missing on " + address);
+            // The pointer can replicate before the manifest it names (§7.6): the reader waits for it.
+            throw new VersionNotArrivedException(relManifest(p.version()), p.version(), p.version(), address.toString());
         }
         if (!matches(manifest, p.manifestChecksum())) {
             throw new ProtocolException(LatestPointer.FILE_NAME + ": manifest_checksum " + p.manifestChecksum()
@@ -216,7 +219,15 @@ public final class RemoteBulletinBoard implements PublishingBoard {
             throw new IllegalArgumentException("version " + version + " has no manifest (the base is version 0)");
         }
         String what = relManifest(version);
-        Manifest m = Manifest.parse(manifestBytes(version), what);
+        byte[] bytes;
+        try {
+            bytes = manifestBytes(version);
+        } catch (VersionNotArrivedException e) {
+            throw e;
+        } catch (NoSuchFileException e) {
+            throw notArrivedOr(e, what, version);
+        }
+        Manifest m = Manifest.parse(bytes, what);
         if (m.version() != version) {
             throw new ProtocolException(what + ": says version " + m.version() + ", its directory is version " + version);
         }
@@ -302,8 +313,29 @@ public final class RemoteBulletinBoard implements PublishingBoard {
     }
 
     private long fetch(long version, Artifact a, Path file, String rel, FetchProgress progress) throws IOException {
-        fetcher.fetch(key(version, a.path()), rel, a, file, progress::add);
+        try {
+            fetcher.fetch(key(version, a.path()), rel, a, file, progress::add);
+        } catch (VersionNotArrivedException e) {
+            throw e;
+        } catch (NoSuchFileException e) {
+            throw notArrivedOr(e, rel, version);
+        }
         return Files.size(file);
+    }
+
+    /**
+     * A missing file of a version at or below the newest pointer read has not arrived yet (§7.6); one above
+     * it is simply not published. The board cannot tell a late file from a deleted one: readers decide from
+     * whether they needed it (a version below a usable anchor is skipped either way).
+     */
+    private NoSuchFileException notArrivedOr(NoSuchFileException e, String file, long version) {
+        long named = namedVersion;
+        if (version > named) {
+            return e;
+        }
+        VersionNotArrivedException late = new VersionNotArrivedException(file, version, named, address.toString());
+        late.initCause(e);
+        return late;
     }
 
     private boolean isCached(Path dir, Artifact a) {

@@ -13,6 +13,7 @@ import dev.stitch.protocol.Manifest;
 import dev.stitch.testing.DirectoryHttpServer;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Random;
@@ -142,6 +143,35 @@ class HttpBoardTest {
                     "the resumed fetch skipped the verified prefix");
             assertArrayEquals(Files.readAllBytes(boardDir.resolve("versions/weight_v000002/delta-00000.bin")),
                     Files.readAllBytes(board.versionDirectory(2).resolve("delta-00000.bin")));
+        }
+    }
+
+    @Test
+    void filesOfAVersionThePointerNamesThatAreNotThereYetHaveNotArrived() throws IOException {
+        Path served = boardDir.resolve("versions/weight_v000002");
+        Path held = Files.move(served, tmp.resolve("held"));
+        // A directory board wrote the version before its pointer: a missing manifest there is damage.
+        assertFalse(assertThrows(IOException.class, () -> FilesystemBulletinBoard.open(boardDir).readLatest())
+                instanceof VersionNotArrivedException);
+        try (RemoteBulletinBoard board = open("cache", fast())) {
+            VersionNotArrivedException pointer = assertThrows(VersionNotArrivedException.class, board::readLatest);
+            assertEquals(2, pointer.version());
+            assertEquals("versions/weight_v000002/manifest.json", pointer.missingFile());
+            VersionNotArrivedException manifest = assertThrows(VersionNotArrivedException.class, () -> board.readManifest(2));
+            assertEquals(2, manifest.pointerVersion());
+            NoSuchFileException unpublished = assertThrows(NoSuchFileException.class, () -> board.readManifest(3));
+            assertFalse(unpublished instanceof VersionNotArrivedException, "version 3 is above the pointer");
+
+            Files.createDirectories(served);
+            Files.copy(held.resolve("manifest.json"), served.resolve("manifest.json"));
+            assertEquals(2, board.readLatest().version());
+            Manifest m = board.readManifest(2);
+            VersionNotArrivedException artifact = assertThrows(VersionNotArrivedException.class,
+                    () -> board.verifyArtifacts(m, true));
+            assertEquals("versions/weight_v000002/delta-00000.bin", artifact.missingFile());
+
+            Files.copy(held.resolve("delta-00000.bin"), served.resolve("delta-00000.bin"));
+            assertEquals(1, board.verifyArtifacts(m, true).artifactsVerified());
         }
     }
 

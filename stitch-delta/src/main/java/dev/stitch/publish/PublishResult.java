@@ -1,5 +1,7 @@
 package dev.stitch.publish;
 
+import java.util.List;
+
 /**
  * What one {@link WeightPublisher#publish} did.
  *
@@ -22,12 +24,14 @@ package dev.stitch.publish;
  * @param files            artifact files written
  * @param timings          per-stage wall times
  * @param weightsDigest    digest of the published weights (docs/protocol/sync-and-engines.md §7.4), or null when not computed
+ * @param notifications    the wake notifications sent to rollout hosts after the pointer moved (docs/protocol/board.md §7.7)
  */
 public record PublishResult(long version, String runId, String backend, String encoding, String valueMode,
                             String fallbackReason, boolean anchor, int tensors, int changedTensors,
                             long totalElements, long changedElements, long changedBytes, long modelBytes,
                             long encodedRawBytes, long transitionBytes,
-                            long fullBytes, int files, Timings timings, String weightsDigest) {
+                            long fullBytes, int files, Timings timings, String weightsDigest,
+                            Notifications notifications) {
 
     /** Changed elements over all elements. */
     public double density() {
@@ -37,6 +41,23 @@ public record PublishResult(long version, String runId, String backend, String e
     /** Every byte written into the version directory's artifacts (the manifest excluded). */
     public long bytesWritten() {
         return transitionBytes + fullBytes;
+    }
+
+    /**
+     * How the wake notifications went; they are best effort, so a failed one never fails the publish.
+     *
+     * @param delivered targets that answered 2xx
+     * @param failed    targets that answered otherwise, failed to connect or did not answer in time
+     * @param failures  one line per failed target: the URL and what went wrong
+     */
+    public record Notifications(int delivered, int failed, List<String> failures) {
+
+        /** No notification configured. */
+        public static final Notifications NONE = new Notifications(0, 0, List.of());
+
+        public Notifications {
+            failures = List.copyOf(failures);
+        }
     }
 
     /**

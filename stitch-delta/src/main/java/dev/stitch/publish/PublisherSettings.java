@@ -14,6 +14,8 @@ import java.util.Map;
  * @param formats             the backend list, in fallback order (docs/formats/anchors-and-fallback.md §6)
  * @param formatOptions       the format writers' settings
  * @param anchorInterval      every n-th version also carries a full checkpoint; 0 = never
+ * @param anchorBytesFraction a version also carries one once the transition bytes since the newest anchor
+ *                            would exceed this fraction of that anchor's size; 0 = never
  * @param keepLast            board gc after each publish keeps this many versions; 0 = no gc
  * @param gcMinAgeSeconds     gc's minimum version age
  * @param recordWeightsDigest whether each manifest gets {@code metadata.weights_digest}
@@ -24,9 +26,9 @@ import java.util.Map;
  * @param progress            progress listener
  */
 record PublisherSettings(PublishingBoard board, String runId, List<DeltaFormat> formats,
-                         FormatOptions formatOptions, int anchorInterval, int keepLast, long gcMinAgeSeconds,
-                         boolean recordWeightsDigest, boolean allowFullFallback, String baseModel,
-                         Map<String, String> metadata, PublishProgress progress) {
+                         FormatOptions formatOptions, int anchorInterval, double anchorBytesFraction, int keepLast,
+                         long gcMinAgeSeconds, boolean recordWeightsDigest, boolean allowFullFallback,
+                         String baseModel, Map<String, String> metadata, PublishProgress progress) {
 
     PublisherSettings {
         formats = List.copyOf(formats);

@@ -20,13 +20,17 @@ final class StagedVersion {
     long commitNanos;
     String weightsDigest;
 
-    /** The caller's report, once the snapshot advanced ({@code snapshotNanos}) and the whole call took {@code totalNanos}. */
-    PublishResult result(long version, String runId, long snapshotNanos, long totalNanos) {
+    /**
+     * The caller's report, once the snapshot advanced ({@code snapshotNanos}), the rollout hosts were notified and
+     * the whole call took {@code totalNanos}.
+     */
+    PublishResult result(long version, String runId, long snapshotNanos, long totalNanos,
+                         PublishResult.Notifications notifications) {
         PublishResult.Timings timings = new PublishResult.Timings(encoded.diffNanos(), encodeNanos, anchorNanos,
                 commitNanos, snapshotNanos, totalNanos);
         EncodedVersion e = encoded;
         return new PublishResult(version, runId, format.id(), encoding, valueMode, fallbackReason, anchor, e.tensors(),
                 e.changes().size(), e.totalElements(), e.changedElements(), e.changedBytes(), e.totalBytes(), rawBytes,
-                transitionBytes, fullBytes, files, timings, weightsDigest);
+                transitionBytes, fullBytes, files, timings, weightsDigest, notifications);
     }
 }

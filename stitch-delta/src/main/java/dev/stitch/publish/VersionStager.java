@@ -45,6 +45,7 @@ final class VersionStager implements AutoCloseable {
     private final DeltaEncoder encoder;
     private final Snapshot snapshot;
     private final FullVersionRule fullRule;
+    private final AnchorPolicy anchors;
     /** One writer per configured delta format, kept for the publisher's life (stitch_delta's keeps its scratch). */
     private final Map<DeltaFormat, VersionWriter> writers = new LinkedHashMap<>();
 
@@ -53,6 +54,7 @@ final class VersionStager implements AutoCloseable {
         this.encoder = encoder;
         this.snapshot = snapshot;
         this.fullRule = new FullVersionRule(settings.formats(), settings.allowFullFallback());
+        this.anchors = new AnchorPolicy(settings.anchorInterval(), settings.anchorBytesFraction());
         for (DeltaFormat f : settings.formats()) {
             if (f.hasTransition()) {
                 writers.put(f, f.newWriter(settings.formatOptions(), encoder.runner()));
@@ -73,6 +75,7 @@ final class VersionStager implements AutoCloseable {
             for (TensorData t : tensors) {
                 modelBytes += t.bytes().byteSize();
             }
+            anchors.prepare(settings.board(), version, modelBytes);
             long total = modelBytes;
             AtomicLong compared = new AtomicLong();
             LongConsumer diffProgress = bytes -> progress.report(version, "diff", compared.addAndGet(bytes), total);
@@ -130,8 +133,7 @@ final class VersionStager implements AutoCloseable {
                     a.files++;
                 }
             }
-            int anchorInterval = settings.anchorInterval();
-            a.anchor = fullOnly || (anchorInterval > 0 && version % anchorInterval == 0);
+            a.anchor = fullOnly || anchors.wantsAnchor(version, a.transitionBytes, modelBytes);
             if (a.anchor) {
                 progress.report(version, "anchor", 0, modelBytes);
                 long t0 = System.nanoTime();
@@ -156,6 +158,7 @@ final class VersionStager implements AutoCloseable {
             long t0 = System.nanoTime();
             Manifest m = pub.commit(fields);
             a.commitNanos = System.nanoTime() - t0;
+            anchors.published(version, a.anchor, a.transitionBytes, a.fullBytes);
             progress.report(version, "commit", 1, 1);
             LOG.debug("published version {} ({} backend, {} files)", m.version(), m.backend(), a.files);
             return a;

@@ -18,7 +18,9 @@ import dev.stitch.kernels.DeltaKernels;
 import dev.stitch.kernels.Kernels;
 import dev.stitch.memory.BufferAllocator;
 import java.io.IOException;
+import java.net.URI;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -52,11 +54,11 @@ import org.slf4j.LoggerFactory;
  * <p>Per version: the new weights are diffed against the snapshot (docs/formats/common.md §1); the first
  * backend of the list whose preconditions hold writes the transition (6), falling back down the list,
  * and a changed tensor set forces a full-only version (5), written where the listed formats' readers
- * look for one, or refused when they cannot load it ({@link Builder#allowFullFallback}); every
- * {@code anchorInterval}-th version also carries a full checkpoint; artifacts, manifest and pointer are
- * published through the board's transaction (docs/protocol/board.md §2.3).
- * Only then does the snapshot advance, so after any failure the next publish diffs against the last
- * durable version. Retention runs the board's gc afterwards.
+ * look for one, or refused when they cannot load it ({@link Builder#allowFullFallback}); the anchor policy
+ * ({@link Builder#anchorInterval}, {@link Builder#anchorBytesFraction}) adds a full checkpoint to some versions;
+ * artifacts, manifest and pointer are published through the board's transaction (docs/protocol/board.md §2.3).
+ * Only then are rollout hosts notified ({@link Builder#notify}) and does the snapshot advance, so after any
+ * failure the next publish diffs against the last durable version. Retention runs the board's gc afterwards.
  *
  * <p>One publish at a time: {@link #publishAsync} runs it on a background thread and refuses a second
  * while one is in flight. The weights passed in must stay unchanged until the publish finished.
@@ -79,6 +81,8 @@ public final class WeightPublisher implements AutoCloseable {
     private final Snapshot snapshot;
     private final BufferAllocator memory;
     private final ExecutorService asyncExecutor;
+    /** Wakes rollout hosts after each publish, or null. */
+    private final WakeNotifier notifier;
     private final AtomicReference<String> inFlight = new AtomicReference<>();
     private final Object publishLock = new Object();
     private long lastPublished = -1;
@@ -86,8 +90,9 @@ public final class WeightPublisher implements AutoCloseable {
     private String broken;
 
     private WeightPublisher(PublisherSettings settings, DeltaKernels kernels, int threads, Snapshot snapshot,
-                            BufferAllocator memory) {
+                            BufferAllocator memory, WakeNotifier notifier) {
         this.settings = settings;
+        this.notifier = notifier;
         this.encoder = new DeltaEncoder(kernels, threads);
         this.stager = new VersionStager(settings, encoder, snapshot);
         this.diffMemory = new VersionMemory(RETAINED_DIFF_BYTES);
@@ -203,13 +208,16 @@ public final class WeightPublisher implements AutoCloseable {
             long started = System.nanoTime();
             try {
                 StagedVersion a = stager.stage(version, tensors, extraMetadata, diffMemory);
+                // The pointer moved: hosts start reading while the snapshot advances.
+                CompletableFuture<PublishResult.Notifications> woken = notifier == null
+                        ? CompletableFuture.completedFuture(PublishResult.Notifications.NONE) : notifier.published(version);
                 long snapStart = System.nanoTime();
                 advanceSnapshot(version, a.encoded, tensors);
                 long snapNanos = System.nanoTime() - snapStart;
                 settings.progress().report(version, "done", 1, 1);
                 lastPublished = version;
                 retention();
-                return a.result(version, settings.runId(), snapNanos, System.nanoTime() - started);
+                return a.result(version, settings.runId(), snapNanos, System.nanoTime() - started, woken.join());
             } finally {
                 // the changes are applied to the snapshot (or abandoned): their memory is free for the next version
                 diffMemory.reset();
@@ -275,6 +283,9 @@ public final class WeightPublisher implements AutoCloseable {
             if (!closed) {
                 closed = true;
                 stager.close();
+                if (notifier != null) {
+                    notifier.close();
+                }
                 diffMemory.close();
                 encoder.close();
                 snapshot.close();
@@ -298,6 +309,10 @@ public final class WeightPublisher implements AutoCloseable {
         private boolean allowFullFallback;
         private int threads = Math.max(1, Runtime.getRuntime().availableProcessors());
         private int anchorInterval = 25;
+        private double anchorBytesFraction;
+        private List<URI> notifyUrls = List.of();
+        private String notifyToken;
+        private Duration notifyTimeout = WakeNotifier.DEFAULT_TIMEOUT;
         private int keepLast;
         private long gcMinAgeSeconds = 600;
         private boolean recordWeightsDigest;
@@ -328,7 +343,7 @@ public final class WeightPublisher implements AutoCloseable {
          * default options (S3 through the AWS credential, region and endpoint chains; stitch-s3 on the
          * class path). HTTP boards are read-only and refused.
          */
-        public Builder board(java.net.URI location) throws java.io.IOException {
+        public Builder board(URI location) throws java.io.IOException {
             BoardAddress address = BoardAddress.parse(location.toString());
             return board(PublishingBoard.open(address, BoardOptions.defaults(), RemoteBoardOptions.defaults(address)));
         }
@@ -406,6 +421,40 @@ public final class WeightPublisher implements AutoCloseable {
                 throw new IllegalArgumentException("anchor interval must be non-negative");
             }
             this.anchorInterval = n;
+            return this;
+        }
+
+        /**
+         * A version also carries a full checkpoint once the transition bytes published since the newest anchor
+         * would exceed {@code fraction} of that anchor's size, so a late joiner (anchor + tail) reads at most
+         * {@code 1 + fraction} anchors' worth (docs/protocol/board.md §2.6); combined with the interval, whichever
+         * fires first. Default 0 = off.
+         */
+        public Builder anchorBytesFraction(double fraction) {
+            if (!(fraction >= 0) || Double.isInfinite(fraction)) {
+                throw new IllegalArgumentException("anchor bytes fraction must be a finite number >= 0, not " + fraction);
+            }
+            this.anchorBytesFraction = fraction;
+            return this;
+        }
+
+        /**
+         * After each publish, POST a wake to each of {@code urls} (a sidecar's base URL, or a fan-out endpoint)
+         * with {@code token} as a bearer token (null: none); best effort (docs/protocol/board.md §7.7).
+         */
+        public Builder notify(List<URI> urls, String token) {
+            urls.forEach(WakeNotifier::target); // a malformed URL fails here, not after the seed was read
+            this.notifyUrls = List.copyOf(urls);
+            this.notifyToken = token;
+            return this;
+        }
+
+        /** How long one wake notification may take; default 2 s. */
+        public Builder notifyTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("the notification timeout must be positive, not " + timeout);
+            }
+            this.notifyTimeout = timeout;
             return this;
         }
 
@@ -519,8 +568,10 @@ public final class WeightPublisher implements AutoCloseable {
                     snap = Snapshot.empty(memory);
                 }
                 PublisherSettings settings = new PublisherSettings(board, runId, backends, formatOptions, anchorInterval,
-                        keepLast, gcMinAgeSeconds, recordWeightsDigest, allowFullFallback, baseModel, metadata, progress);
-                return new WeightPublisher(settings, kernels, threads, snap, memory);
+                        anchorBytesFraction, keepLast, gcMinAgeSeconds, recordWeightsDigest, allowFullFallback, baseModel,
+                        metadata, progress);
+                WakeNotifier notifier = notifyUrls.isEmpty() ? null : new WakeNotifier(notifyUrls, notifyToken, notifyTimeout);
+                return new WeightPublisher(settings, kernels, threads, snap, memory, notifier);
             } catch (IOException | RuntimeException | Error e) {
                 if (snap != null) {
                     snap.close();

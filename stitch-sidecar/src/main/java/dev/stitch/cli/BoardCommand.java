@@ -16,6 +16,7 @@ import dev.stitch.board.VerificationReport;
 import dev.stitch.protocol.CanonicalJson;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
+import dev.stitch.board.VersionNotArrivedException;
 import dev.stitch.protocol.ProtocolException;
 import dev.stitch.protocol.SlimeIndex;
 import java.io.IOException;
@@ -391,6 +392,9 @@ public final class BoardCommand implements StitchSubcommand, Runnable {
 
     /** One line: which manifest is bad and why. */
     static String versionError(BulletinBoard board, long v, IOException e) {
+        if (e instanceof VersionNotArrivedException) {
+            return e.getMessage();
+        }
         if (e instanceof NoSuchFileException) {
             return manifestFile(board, v) + ": is missing (never published, or deleted by gc)";
         }

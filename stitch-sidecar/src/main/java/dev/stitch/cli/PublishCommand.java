@@ -19,9 +19,12 @@ import dev.stitch.publish.WeightPublisher;
 import dev.stitch.publish.Weights;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -41,7 +44,9 @@ import picocli.CommandLine.Option;
             "delta against BASE_DIR (the checkpoint the latest version holds). Without --base, the",
             "checkpoint recorded by the previous 'stitch publish' on this board is used.",
             "An unchanged checkpoint publishes an empty version; a changed tensor set publishes a",
-            "full-only version; every --anchor-interval-th version also carries a full checkpoint.",
+            "full-only version; every --anchor-interval-th version also carries a full checkpoint, and",
+            "with --anchor-bytes-fraction F so does a version once the deltas since the last anchor pass F",
+            "times its size. --notify wakes the rollout hosts as soon as the pointer moved.",
             "With --backend sparse_delta a version that must be full is refused (upstream v1 consumers",
             "would mark it applied without loading it) unless --allow-full-fallback is given."
         })
@@ -100,6 +105,26 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             description = "Every N-th version also carries a full checkpoint; 0 = never (default: ${DEFAULT-VALUE}).")
     int anchorInterval;
 
+    @Option(names = "--anchor-bytes-fraction", defaultValue = "0", paramLabel = "F",
+            description = "Also make a version an anchor once the transition bytes published since the newest anchor "
+                    + "would exceed F times that anchor's size, so a late joiner fetches at most (1 + F) anchors' worth; "
+                    + "combined with --anchor-interval, whichever comes first; 0 = off (default: ${DEFAULT-VALUE}).")
+    double anchorBytesFraction;
+
+    @Option(names = "--notify", split = ",", paramLabel = "URL",
+            description = "After publishing, POST a wake to each URL (a sidecar's http://host:port, sent to its "
+                    + "/rpc_sync_from_bulletin_board, or a fan-out endpoint's full URL) so rollout hosts look now; "
+                    + "best effort: a failed notification is reported, never fails the publish.")
+    List<URI> notify;
+
+    @Option(names = "--notify-token-file", paramLabel = "FILE",
+            description = "File holding the sidecars' control token, sent as Authorization: Bearer with --notify.")
+    Path notifyTokenFile;
+
+    @Option(names = "--notify-timeout-s", defaultValue = "2", paramLabel = "S",
+            description = "How long each notification may take (default: ${DEFAULT-VALUE}).")
+    double notifyTimeoutS;
+
     @Option(names = "--keep-last", defaultValue = "0", paramLabel = "N",
             description = "After publishing, run board gc keeping the last N versions; 0 = no gc (default: ${DEFAULT-VALUE}).")
     int keepLast;
@@ -124,6 +149,16 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
         if (anchorInterval < 0 || keepLast < 0) {
             throw new CliFailure("--anchor-interval and --keep-last must be >= 0");
         }
+        if (!(anchorBytesFraction >= 0) || Double.isInfinite(anchorBytesFraction)) {
+            throw new CliFailure("--anchor-bytes-fraction must be a number >= 0, not " + anchorBytesFraction);
+        }
+        List<URI> notifyUrls = notify == null ? List.of() : notify;
+        if (notifyUrls.isEmpty() && notifyTokenFile != null) {
+            throw new CliFailure("--notify-token-file needs --notify", 2);
+        }
+        if (!(notifyTimeoutS > 0) || Double.isInfinite(notifyTimeoutS)) {
+            throw new CliFailure("--notify-timeout-s must be positive, not " + notifyTimeoutS, 2);
+        }
         Path newDir = checkpoint.toAbsolutePath().normalize();
         if (!Files.isDirectory(newDir)) {
             throw new CliFailure("--checkpoint " + checkpoint + " is not a directory");
@@ -145,9 +180,13 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
                     .backends(first == DeltaFormat.FULL ? List.of(DeltaFormat.FULL) : List.of(first, DeltaFormat.FULL))
                     .allowFullFallback(allowFullFallback)
                     .anchorInterval(anchorInterval)
+                    .anchorBytesFraction(anchorBytesFraction)
                     .keepLast(keepLast)
                     .recordWeightsDigest(true);
             configureCodecs(builder, first);
+            if (!notifyUrls.isEmpty()) {
+                builder.notify(notifyUrls, notifyToken()).notifyTimeout(Duration.ofNanos((long) (notifyTimeoutS * 1e9)));
+            }
             if (threads != null) {
                 builder.threads(threads);
             }
@@ -196,6 +235,21 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             }
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
+        }
+    }
+
+    private String notifyToken() {
+        if (notifyTokenFile == null) {
+            return null;
+        }
+        try {
+            String token = Files.readString(notifyTokenFile, StandardCharsets.UTF_8).strip();
+            if (token.isEmpty()) {
+                throw new CliFailure("--notify-token-file " + notifyTokenFile + " is empty");
+            }
+            return token;
+        } catch (IOException e) {
+            throw new CliFailure("cannot read --notify-token-file " + notifyTokenFile + ": " + e.getMessage());
         }
     }
 
@@ -267,6 +321,10 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
             o.put("publish_s", r.timings().publishSeconds());
             o.put("fallback_reason", r.fallbackReason());
             o.put(SOURCE_CHECKPOINT, newDir.toString());
+            o.put("notified", r.notifications().delivered());
+            o.put("notify_failed", r.notifications().failed());
+            com.fasterxml.jackson.databind.node.ArrayNode failures = o.putArray("notify_failures");
+            r.notifications().failures().forEach(failures::add);
             System.out.println(o.toString());
             return;
         }
@@ -284,6 +342,11 @@ public final class PublishCommand implements StitchSubcommand, Runnable {
                 + (r.runId() != null ? " (run '" + r.runId() + "')" : "") + ": " + String.join(", ", parts));
         if (r.fallbackReason() != null) {
             System.out.println("fell back: " + r.fallbackReason());
+        }
+        PublishResult.Notifications n = r.notifications();
+        if (n.delivered() + n.failed() > 0) {
+            System.out.println("notified " + n.delivered() + " of " + (n.delivered() + n.failed()) + " rollout hosts"
+                    + (n.failed() == 0 ? "" : "; failed: " + String.join("; ", n.failures())));
         }
     }
 

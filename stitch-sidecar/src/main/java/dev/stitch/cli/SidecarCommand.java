@@ -144,6 +144,12 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             description = "Longest retry delay (default ${DEFAULT-VALUE}).")
     double backoffMaxS;
 
+    @Option(names = "--arrival-timeout-s", defaultValue = "${env:STITCH_ARRIVAL_TIMEOUT_S:-600}",
+            description = "Remote boards: how long the files of a version the pointer already names may be missing "
+                    + "(replication or a cache still filling) before the wait becomes a sync error; meanwhile the "
+                    + "sidecar retries with the backoff and reports waiting_for_arrival (default ${DEFAULT-VALUE}).")
+    double arrivalTimeoutS;
+
     @Option(names = "--commit-retries", defaultValue = "${env:STITCH_COMMIT_RETRIES:-2}",
             description = "Commit retries after the engine started changing weights (default ${DEFAULT-VALUE}).")
     int commitRetries;
@@ -291,6 +297,7 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
         requireNonNegative("--abort-grace-s", abortGraceS);
         requireNonNegative("--backoff-initial-s", backoffInitialS);
         requireNonNegative("--backoff-max-s", backoffMaxS);
+        requireNonNegative("--arrival-timeout-s", arrivalTimeoutS);
         requireNonNegative("--commit-retries", commitRetries);
         requireNonNegative("--flush-retries", flushRetries);
         requireNonNegative("--max-replay-versions", maxReplayVersions);
@@ -333,6 +340,7 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
                 .withEngineProbeInterval(engineProbeIntervalS)
                 .withDrain(drainTimeoutS, abortGraceS)
                 .withBackoff(backoffInitialS, backoffMaxS)
+                .withArrivalTimeout(arrivalTimeoutS)
                 .withLimits(commitRetries, maxReplayVersions, requireChecksums, engineStartTimeoutS)
                 .withBoot(blankToNull(bootRunId), bootVersion, state);
         SglangSettings engine = SglangSettings.of(engineUrl, boardRoot)

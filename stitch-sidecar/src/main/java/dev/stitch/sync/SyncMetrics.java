@@ -43,6 +43,8 @@ public final class SyncMetrics {
     private final LongAdder appliedBytes = new LongAdder();
     private final LongAdder refusedVersions = new LongAdder();
     private final LongAdder engineLosses = new LongAdder();
+    private final LongAdder arrivalWaits = new LongAdder();
+    private final LongAdder arrivalTimeouts = new LongAdder();
     final Histogram commitDuration = new Histogram();
     final Histogram enginePause = new Histogram();
     final Histogram drainWait = new Histogram();
@@ -83,6 +85,24 @@ public final class SyncMetrics {
 
     void engineLost() {
         engineLosses.increment();
+    }
+
+    void arrivalWait() {
+        arrivalWaits.increment();
+    }
+
+    void arrivalTimeout() {
+        arrivalTimeouts.increment();
+    }
+
+    /** Passes that ended waiting for a version's files to arrive (sync-and-engines.md §6.7). */
+    public long arrivalWaits() {
+        return arrivalWaits.sum();
+    }
+
+    /** Waits for arrival that ran past {@code arrival_timeout_s} and became sync errors. */
+    public long arrivalTimeouts() {
+        return arrivalTimeouts.sum();
     }
 
     public long refusedVersions() {
@@ -144,6 +164,10 @@ public final class SyncMetrics {
                 + "through an anchor.", refusedVersions.sum());
         counter(out, "stitch_engine_lost_total", "Times the engine was found unreachable or restarted.",
                 engineLosses.sum());
+        counter(out, "stitch_sync_arrival_waits_total", "Passes that ended waiting for files of a version the "
+                + "pointer names to arrive on the remote board.", arrivalWaits.sum());
+        counter(out, "stitch_sync_arrival_timeouts_total", "Waits for arrival that ran past arrival_timeout_s and "
+                + "became sync errors.", arrivalTimeouts.sum());
         commitDuration.append(out, "stitch_commit_duration_seconds", "Gate closed to reopened.");
         enginePause.append(out, "stitch_engine_pause_seconds", "Engine paused during in_place commits.");
         drainWait.append(out, "stitch_drain_wait_seconds", "Time spent draining admitted requests.");
@@ -185,7 +209,8 @@ public final class SyncMetrics {
         out.append(name).append(' ').append(value).append('\n');
     }
 
-    static String number(double v) {
+    /** A sample value in the exposition format: fixed point, locale-independent. */
+    public static String number(double v) {
         return String.format(Locale.ROOT, "%.6f", v);
     }
 

@@ -1,6 +1,10 @@
 package dev.stitch.sync;
 
-/** States of the sync worker (docs/protocol/sync-and-engines.md §6.1); {@link #name()} is the exposed string. */
+/**
+ * States of the sync worker (docs/protocol/sync-and-engines.md §6.1); {@link #name()} is the exposed string.
+ * {@link #WAITING_FOR_ARRIVAL} is ours: a remote board's pointer names a version whose files have not
+ * arrived yet, and the worker retries with backoff while the engine keeps serving (§6.7).
+ */
 public enum SyncState {
-    IDLE, QUEUED, PREFETCHING, PREPARING, COMMITTING, ERROR
+    IDLE, QUEUED, PREFETCHING, PREPARING, COMMITTING, WAITING_FOR_ARRIVAL, ERROR
 }

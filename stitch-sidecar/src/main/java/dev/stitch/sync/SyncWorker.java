@@ -1,11 +1,13 @@
 package dev.stitch.sync;
 
+import dev.stitch.board.VersionNotArrivedException;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -34,6 +36,7 @@ public final class SyncWorker implements AutoCloseable {
     private final SidecarStateFile stateFile;
     private final VersionCommitter committer;
     private final EngineWatch watch;
+    private final ArrivalWait arrival;
     private final Thread thread;
 
     // Trigger state, guarded by triggerLock; never held across I/O.
@@ -72,7 +75,9 @@ public final class SyncWorker implements AutoCloseable {
         this.engine = engine;
         this.gate = gate;
         this.stateFile = new SidecarStateFile(config.stateDir());
-        this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, s -> state = s);
+        this.arrival = new ArrivalWait(config.arrivalTimeoutS(), metrics);
+        this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, s -> state = s,
+                arrival::patient);
         this.watch = new EngineWatch(engine, gate, metrics, committer);
         this.thread = new Thread(this::runLoop, "stitch-sync");
         this.thread.setDaemon(true);
@@ -189,7 +194,8 @@ public final class SyncWorker implements AutoCloseable {
         return new SyncStatus(gate.currentRunId(), gate.currentVersion(), latestRunId, latestSeen, queuedTarget,
                 wanted, state, lastSyncError, syncTaskActive, isReady, reason, engineConsistent, consecutiveErrors,
                 nextRetryAt, committer.lastCommitAt(), watch.reachable(), gate.state().label(), gate.activeRequests(),
-                gate.inflightExactRequests(), gate.inflightExactVersions(), lastMetrics);
+                gate.inflightExactRequests(), gate.inflightExactVersions(), lastMetrics,
+                arrival.status(System.nanoTime()));
     }
 
     @Override
@@ -228,9 +234,9 @@ public final class SyncWorker implements AutoCloseable {
                     case WAKE, POLL -> {
                         boolean recentRead = System.nanoTime() - lastPointerReadNanos
                                 < secondsToNanos(config.minRefreshIntervalS());
-                        if (state == SyncState.ERROR && t == Trigger.WAKE && !rpc[0] && recentRead) {
+                        if (backingOff() && t == Trigger.WAKE && !rpc[0] && recentRead) {
                             LOG.debug("wake during backoff ignored: the pointer was read moments ago");
-                        } else if (state == SyncState.ERROR && !pointerChangedSinceFailure(rpc[0])) {
+                        } else if (backingOff() && !pointerChangedSinceFailure(rpc[0])) {
                             LOG.debug("wake during backoff ignored: the board pointer is unchanged");
                         } else {
                             runPass(rpc[0]);
@@ -278,7 +284,7 @@ public final class SyncWorker implements AutoCloseable {
                     nextProbeNanos = now + secondsToNanos(config.engineProbeIntervalS());
                     return Trigger.PROBE;
                 }
-                boolean inError = state == SyncState.ERROR;
+                boolean inError = backingOff();
                 if (inError && now - retryAtNanos >= 0) {
                     pending = false;
                     rpcRefresh = false;
@@ -331,9 +337,15 @@ public final class SyncWorker implements AutoCloseable {
      * re-establishes what it serves before anything is admitted.
      */
     private void probeEngine() {
-        if (watch.probe() && state != SyncState.ERROR) {
-            runPass(false); // in ERROR the backoff retry re-establishes
+        if (watch.probe() && !backingOff()) {
+            runPass(false); // while backing off, the retry re-establishes
         }
+    }
+
+    /** In ERROR, or waiting for a version's files to arrive: the next pass comes from the backoff timer (6.5, 6.7). */
+    private boolean backingOff() {
+        SyncState s = state;
+        return s == SyncState.ERROR || s == SyncState.WAITING_FOR_ARRIVAL;
     }
 
     /** During backoff a wake or poll only starts a pass when the pointer moved since the failed pass. */
@@ -445,6 +457,7 @@ public final class SyncWorker implements AutoCloseable {
             nextRetryAt = null;
             failedPointer = null;
             lastSyncError = null;
+            arrival.arrived();
             ready = true;
             metrics.pass(didWork ? SyncMetrics.PassOutcome.OK : SyncMetrics.PassOutcome.NOOP);
             if (didWork) {
@@ -460,7 +473,14 @@ public final class SyncWorker implements AutoCloseable {
             if (didWork) {
                 watch.rebase(); // what the failed pass did commit is what later probes compare with
             }
-            fail(e, pointer, m);
+            Optional<VersionNotArrivedException> late = ArrivalWait.cause(e);
+            if (late.isPresent() && arrival.keepWaiting(late.get(), didWork)) {
+                failedPointer = pointer; // as after a failure, a moved pointer ends the backoff early
+                retryAfter(arrival.retries());
+                state = SyncState.WAITING_FOR_ARRIVAL;
+            } else {
+                fail(late.isPresent() ? arrival.timedOut(late.get()) : e, pointer, m);
+            }
         } finally {
             syncTaskActive = false;
             queuedTarget = null;
@@ -477,13 +497,23 @@ public final class SyncWorker implements AutoCloseable {
         String message = e instanceof SyncFailure ? e.getMessage()
                 : e.getClass().getSimpleName() + ": " + e.getMessage();
         int n = consecutiveErrors + 1;
-        double d = Math.min(config.backoffMaxS(), config.backoffInitialS() * Math.pow(2, n - 1));
-        double delay = d * (0.5 + 0.5 * ThreadLocalRandom.current().nextDouble());
+        double delay = retryAfter(n);
         consecutiveErrors = n;
         lastSyncError = message;
         failedPointer = pointer;
         metrics.pass(SyncMetrics.PassOutcome.ERROR);
         recordMetrics(m, message);
+        state = SyncState.ERROR;
+        LOG.warn("sync pass failed ({} consecutive): {}; retrying in {} s", n, message, fmt(delay));
+        if (!(e instanceof SyncFailure) && !(e instanceof IOException)) {
+            LOG.debug("failure detail", e);
+        }
+    }
+
+    /** Schedules the backoff retry after the {@code n}-th consecutive failed or waiting pass (6.5); returns its delay. */
+    private double retryAfter(int n) {
+        double d = Math.min(config.backoffMaxS(), config.backoffInitialS() * Math.pow(2, n - 1));
+        double delay = d * (0.5 + 0.5 * ThreadLocalRandom.current().nextDouble());
         triggerLock.lock();
         try {
             retryAtNanos = System.nanoTime() + secondsToNanos(delay);
@@ -491,11 +521,7 @@ public final class SyncWorker implements AutoCloseable {
             triggerLock.unlock();
         }
         nextRetryAt = System.currentTimeMillis() / 1000.0 + delay;
-        state = SyncState.ERROR;
-        LOG.warn("sync pass failed ({} consecutive): {}; retrying in {} s", n, message, fmt(delay));
-        if (!(e instanceof SyncFailure) && !(e instanceof IOException)) {
-            LOG.debug("failure detail", e);
-        }
+        return delay;
     }
 
     private void recordMetrics(Map<String, Object> m, String error) {

@@ -6,14 +6,17 @@ import dev.stitch.apply.ChainPlan;
 import dev.stitch.apply.ChainPlanner;
 import dev.stitch.apply.RefusedVersionException;
 import dev.stitch.apply.VersionStep;
+import dev.stitch.board.VersionNotArrivedException;
 import java.io.IOException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,6 +39,7 @@ final class VersionCommitter {
     private final SyncMetrics metrics;
     private final SidecarStateFile stateFile;
     private final Consumer<SyncState> states;
+    private final BooleanSupplier awaitArrivals;
     private final ChainPlanner planner;
 
     // Versions of refusedRun that the engine or host applier refused (6.5): never planned as deltas again.
@@ -45,10 +49,13 @@ final class VersionCommitter {
     private volatile Double lastCommitAt;
 
     /**
-     * @param states receives the worker state as the protocol moves through PREPARING and COMMITTING
+     * @param states        receives the worker state as the protocol moves through PREPARING and COMMITTING
+     * @param awaitArrivals whether a file of a version the pointer names that has not arrived yet is waited for
+     *                      (its {@link VersionNotArrivedException} ends the pass) rather than treated as damage
      */
     VersionCommitter(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate,
-                     SyncMetrics metrics, SidecarStateFile stateFile, Consumer<SyncState> states) {
+                     SyncMetrics metrics, SidecarStateFile stateFile, Consumer<SyncState> states,
+                     BooleanSupplier awaitArrivals) {
         this.config = config;
         this.board = board;
         this.engine = engine;
@@ -56,6 +63,7 @@ final class VersionCommitter {
         this.metrics = metrics;
         this.stateFile = stateFile;
         this.states = states;
+        this.awaitArrivals = awaitArrivals;
         this.planner = new ChainPlanner(config.maxReplayVersions());
     }
 
@@ -86,9 +94,20 @@ final class VersionCommitter {
         }
         boolean reload = current != served;
         ChainPlanner.Copy copy = ChainPlanner.Copy.clean(pointer.runId(), current);
-        BoardTail tail = BoardTail.read(planner, copy, pointer.runId(), latest, board::readVersion);
+        VersionNotArrivedException[] late = new VersionNotArrivedException[1];
+        BoardTail tail = BoardTail.read(planner, copy, pointer.runId(), latest, v -> {
+            try {
+                return board.readVersion(v);
+            } catch (VersionNotArrivedException e) {
+                late[0] = e;
+                throw e;
+            }
+        });
         ChainPlan.Chain chain = switch (planner.plan(copy, pointer.runId(), tail)) {
             case ChainPlan.Chain c -> c;
+            case ChainPlan.Refusal r when r.kind() == ChainPlan.Refusal.Kind.MISSING_VERSION && late[0] != null
+                    && tail.missing().equals(OptionalLong.of(late[0].version())) && awaitArrivals.getAsBoolean()
+                    -> throw late[0]; // the chain needs a version whose manifest is still on its way (6.7)
             case ChainPlan.Refusal r -> throw new SyncFailure(r.message());
             // the staging copy already holds the target: only the engine's reload remains
             case ChainPlan.UpToDate u -> new ChainPlan.Chain(current, latest, Optional.empty(), List.of(), null,
@@ -189,7 +208,7 @@ final class VersionCommitter {
      * Step 5 (the planner already checked contiguity and runs): every version's backend is one the
      * adapter applies, and every artifact it uses matches its manifest; returns the bytes verified.
      */
-    private long verify(SyncPlan plan) throws SyncFailure {
+    private long verify(SyncPlan plan) throws SyncFailure, VersionNotArrivedException {
         long bytes = 0;
         int unverified = 0;
         List<VersionStep> all = plan.versions();
@@ -206,6 +225,9 @@ final class VersionCommitter {
                 bytes += result.bytesVerified();
                 unverified += result.unverifiedArtifacts();
             } catch (IOException e) {
+                if (e instanceof VersionNotArrivedException late && awaitArrivals.getAsBoolean()) {
+                    throw late; // waited for, not replaced by the anchor path: the file is on its way (6.7)
+                }
                 metrics.verifyFailure();
                 throw new SyncFailure("version " + v.version() + " failed verification: " + e.getMessage());
             }

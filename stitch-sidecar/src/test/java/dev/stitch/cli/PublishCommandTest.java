@@ -180,6 +180,38 @@ class PublishCommandTest {
         assertTrue(usage.contains("--allow-full-fallback"), usage);
     }
 
+    @Test
+    void anchorBytesFractionCountsTheBytesEarlierPublishRunsWrote() throws Exception {
+        Map<String, byte[]> base = model(6);
+        Map<String, byte[]> step1 = step(base, 7);
+        Map<String, byte[]> step2 = step(step1, 8);
+        long modelBytes = base.values().stream().mapToLong(b -> b.length).sum();
+        Path board = tmp.resolve("board");
+        Run r1 = run("publish", "--board", board.toString(), "--checkpoint", write(tmp.resolve("s1"), step1).toString(),
+                "--base", write(tmp.resolve("base"), base).toString(), "--anchor-interval", "0", "--json");
+        assertEquals(0, r1.code(), r1.err());
+        JsonNode j1 = new ObjectMapper().readTree(r1.out());
+        assertTrue(!j1.get("anchor").asBoolean());
+        long t1 = j1.get("bytes_written").asLong();
+        // Version 2's own delta (about t1) stays under this limit; with version 1's bytes, read back from the
+        // board by this new publish run, it passes it.
+        String fraction = Double.toString(1.5 * t1 / modelBytes);
+        Run r2 = run("publish", "--board", board.toString(), "--checkpoint", write(tmp.resolve("s2"), step2).toString(),
+                "--anchor-interval", "0", "--anchor-bytes-fraction", fraction, "--json");
+        assertEquals(0, r2.code(), r2.err());
+        assertTrue(new ObjectMapper().readTree(r2.out()).get("anchor").asBoolean(), r2.out());
+        assertTrue(FilesystemBulletinBoard.open(board).readManifest(2).isAnchor());
+
+        Run negative = run("publish", "--board", board.toString(), "--checkpoint", tmp.resolve("s2").toString(),
+                "--anchor-bytes-fraction", "-1");
+        assertNotEquals(0, negative.code());
+        assertTrue(negative.err().contains("--anchor-bytes-fraction"), negative.err());
+        Run tokenAlone = run("publish", "--board", board.toString(), "--checkpoint", tmp.resolve("s2").toString(),
+                "--notify-token-file", tmp.resolve("token").toString());
+        assertNotEquals(0, tokenAlone.code());
+        assertTrue(tokenAlone.err().contains("--notify"), tokenAlone.err());
+    }
+
     private static Run run(String... args) {
         CommandLine cl = StitchCli.commandLine();
         StringWriter err = new StringWriter();

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stitch.protocol.ProxyErrors;
 import dev.stitch.sidecar.proxy.ProxyStats;
 import dev.stitch.sidecar.proxy.SidecarEndpoints;
+import dev.stitch.sync.AwaitedVersion;
 import dev.stitch.sync.SyncMetrics;
 import dev.stitch.sync.SyncState;
 import dev.stitch.sync.SyncStatus;
@@ -107,6 +108,19 @@ public final class ControlEndpoints implements SidecarEndpoints {
         }
         n.put("engine_reachable", s.engineReachable());
         n.put("software_version", softwareVersion);
+        AwaitedVersion a = s.awaiting();
+        if (a == null) {
+            n.putNull("waiting_for_arrival");
+        } else {
+            ObjectNode w = n.putObject("waiting_for_arrival");
+            w.put("version", a.version());
+            w.put("pointer_version", a.pointerVersion());
+            w.put("missing", a.missingFile());
+            w.put("since", a.since());
+            w.put("waited_s", a.waitedSeconds());
+            w.put("retries", a.retries());
+            w.put("timeout_s", a.timeoutSeconds());
+        }
         return n;
     }
 
@@ -199,6 +213,10 @@ public final class ControlEndpoints implements SidecarEndpoints {
         gauge(out, "stitch_engine_state_unknown", "1 while the engine's weights are in an unknown state.",
                 s.engineConsistent() ? 0 : 1);
         gauge(out, "stitch_consecutive_sync_errors", "Failed passes since the last success.", s.consecutiveErrors());
+        out.append("# HELP stitch_sync_arrival_wait_seconds How long the sidecar has waited for files of a version "
+                + "the pointer names (0 when it waits for none).\n# TYPE stitch_sync_arrival_wait_seconds gauge\n")
+                .append("stitch_sync_arrival_wait_seconds ")
+                .append(SyncMetrics.number(s.awaiting() == null ? 0 : s.awaiting().waitedSeconds())).append('\n');
         worker.metrics().appendPrometheus(out);
         worker.fetchStats().ifPresent(f -> SyncMetrics.appendFetch(f, out));
         ProxyStats stats = proxyStats.get();
