@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The cache tier of a rollout datacenter: nginx running the repository's {@code deploy/nginx/stitch-cache.conf}
- * (docs/protocol/board.md §7.7), rendered with this run's origin, port and directories, as a child process.
+ * (docs/protocol/board.md §7.8), rendered with this run's origin, port and directories, as a child process.
  */
 public final class NginxCache implements Closeable {
     private static final String TEMPLATE = "stitch-cache.conf";

@@ -38,7 +38,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A small fleet behind the cache tier (docs/protocol/board.md §7.7): a trainer publishes to S3
+ * A small fleet behind the cache tier (docs/protocol/board.md §7.8): a trainer publishes to S3
  * (s3proxy), the repository's nginx configuration caches the board in "datacenter B", and three
  * sidecars with reference engines follow it through the cache. Every sidecar serves the trainer's
  * weights, each fetched the whole version, and the origin sent about one copy of each version.
