@@ -42,7 +42,8 @@ class SidecarCommandTest {
                 "--state-dir", "/var/stitch", "--boot-version", "4", "--boot-run-id", "run-a",
                 "--versioned-routes", "/generate/,v1/completions", "--poll-interval-s", "0",
                 "--min-refresh-interval-s", "0.5", "--drain-timeout-s", "3", "--abort-grace-s", "2",
-                "--backoff-initial-s", "0.5", "--backoff-max-s", "8", "--commit-retries", "1", "--flush-retries", "4",
+                "--backoff-initial-s", "0.5", "--backoff-max-s", "8", "--arrival-timeout-s", "45", "--commit-retries", "1",
+                "--flush-retries", "4",
                 "--max-replay-versions", "3", "--require-checksums", "--upstream-timeout-s", "30",
                 "--upstream-connect-timeout-s", "2", "--engine-start-timeout-s", "90", "--max-request-body-bytes",
                 "512k", "--stream-end-comment=false", "--partial-reload", "--probe-delta-receiver=false",
@@ -66,6 +67,7 @@ class SidecarCommandTest {
         assertEquals(2, c.sync().abortGraceS());
         assertEquals(0.5, c.sync().backoffInitialS());
         assertEquals(8, c.sync().backoffMaxS());
+        assertEquals(45, c.sync().arrivalTimeoutS());
         assertEquals(1, c.sync().commitRetries());
         assertEquals(3, c.sync().maxReplayVersions());
         assertTrue(c.sync().requireChecksums());
@@ -97,6 +99,7 @@ class SidecarCommandTest {
         assertEquals(64L << 20, c.proxy().maxRequestBodyBytes());
         assertEquals(5.0, c.sync().pollIntervalS());
         assertEquals(60, c.sync().drainTimeoutS());
+        assertEquals(600, c.sync().arrivalTimeoutS());
         assertEquals(2, c.sync().commitRetries());
         assertEquals(8, c.sync().maxReplayVersions());
         assertFalse(c.sync().requireChecksums());
