@@ -15,12 +15,15 @@ module dev.stitch.sidecar {
     requires io.netty.transport.classes.epoll;
     requires java.management;
     requires java.net.http;
+    // the wake fan-out endpoint's small HTTP server
+    requires jdk.httpserver;
     requires org.slf4j;
     // s3:// boards: nothing here names its classes, but the store provider must be in the module graph.
     requires dev.stitch.s3;
 
     exports dev.stitch.cli;
     exports dev.stitch.engine;
+    exports dev.stitch.fanout;
     exports dev.stitch.refengine;
     exports dev.stitch.rehearsal;
     exports dev.stitch.sidecar;
@@ -38,5 +41,6 @@ module dev.stitch.sidecar {
             dev.stitch.cli.InspectCommand,
             dev.stitch.cli.SidecarCommand,
             dev.stitch.cli.RefEngineCommand,
-            dev.stitch.cli.DoctorCommand;
+            dev.stitch.cli.DoctorCommand,
+            dev.stitch.cli.FanOutCommand;
 }

@@ -47,7 +47,7 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
             description = "Hosts started after the last version, from nothing (default ${DEFAULT-VALUE}).")
     int lateJoiners;
 
-    @Option(names = "--model-size", defaultValue = "64m", paramLabel = "SIZE", converter = ByteSize.class,
+    @Option(names = "--model-size", defaultValue = "256m", paramLabel = "SIZE", converter = ByteSize.class,
             description = "Synthetic bf16 model size (default ${DEFAULT-VALUE}).")
     long modelSize;
 
@@ -58,7 +58,8 @@ public final class FleetBenchCommand implements BenchSubcommand, Runnable {
             description = "Every A-th version carries a full anchor, so late joiners start from it (default ${DEFAULT-VALUE}).")
     int anchorInterval;
 
-    @Option(names = "--poll-interval-s", defaultValue = "0.5", paramLabel = "S", description = "Sidecars' board poll period (default ${DEFAULT-VALUE}).")
+    @Option(names = "--poll-interval-s", defaultValue = "5", paramLabel = "S",
+            description = "Sidecars' board poll period; with the wake it is only the fallback (default ${DEFAULT-VALUE}).")
     double pollIntervalS;
 
     @Option(names = "--mode", defaultValue = "engine", paramLabel = "MODE",

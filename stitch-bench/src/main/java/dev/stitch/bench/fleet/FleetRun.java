@@ -7,6 +7,7 @@ import dev.stitch.bench.remote.NamespaceLink;
 import dev.stitch.bench.remote.RelayLink;
 import dev.stitch.bench.remote.S3ProxyServer;
 import dev.stitch.board.BoardAddress;
+import dev.stitch.fanout.WakeFanOut;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.ArtifactKind;
 import dev.stitch.protocol.Manifest;
@@ -92,10 +93,12 @@ final class FleetRun {
         Trainer trainer = keep(new Trainer(link, "http://" + link.storeHost() + ":" + s3.port(), base));
 
         BoardAddress board;
+        URI cacheBoardUri = null;
         if (cacheMode.equals("nginx")) {
             NginxCache cache = keep(NginxCache.start(origin, BOARD_PATH, "127.0.0.1", freePort(), work.resolve("nginx"), "16m",
                     List.of()));
-            board = BoardAddress.parse(cache.boardUri(BOARD_PATH).toString());
+            cacheBoardUri = cache.boardUri(BOARD_PATH);
+            board = BoardAddress.parse(cacheBoardUri.toString());
         } else {
             board = BoardAddress.parse(origin + BOARD_PATH);
         }
@@ -104,11 +107,24 @@ final class FleetRun {
         for (int h = 0; h < o.hosts(); h++) {
             hosts.add(keep(new FleetHost("host-" + h, board, base, work.resolve("host-" + h), o.pollIntervalS(), 16 << 20, o.engineMode(), listenHost(link))));
         }
-        List<String> wake = new ArrayList<>();
+        List<URI> sidecarUrls = new ArrayList<>();
         for (FleetHost host : hosts) {
-            wake.add("http://" + hostB(link) + ":" + host.port());
+            sidecarUrls.add(URI.create("http://127.0.0.1:" + host.port()));
         }
-        trainer.notifyOnPublish(o.wake() ? String.join(",", wake) : "-");
+        String wake = "-";
+        if (o.wake() && cacheMode.equals("nginx")) {
+            // one notification crosses the link; the fan-out warms the cache, then wakes the hosts (board.md §7.8)
+            WakeFanOut fanOut = keep(new WakeFanOut(new java.net.InetSocketAddress(listenHost(link), 0),
+                    cacheBoardUri, sidecarUrls, null, null, dev.stitch.board.store.StoreOptions.defaults().withPartBytes(16 << 20)));
+            wake = "http://" + hostB(link) + ":" + fanOut.port();
+        } else if (o.wake()) {
+            List<String> direct = new ArrayList<>();
+            for (FleetHost host : hosts) {
+                direct.add("http://" + hostB(link) + ":" + host.port());
+            }
+            wake = String.join(",", direct);
+        }
+        trainer.notifyOnPublish(wake);
         Map<Long, String> digests = new ConcurrentHashMap<>();
         digests.put(0L, engineDigest(hosts.get(0).engineUrl()));
         PinnedLoad load = keep(new PinnedLoad(digests));
