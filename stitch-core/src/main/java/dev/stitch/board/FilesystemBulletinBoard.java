@@ -8,7 +8,6 @@ import dev.stitch.protocol.ProtocolException;
 import dev.stitch.protocol.WeightIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -17,14 +16,10 @@ import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.OptionalLong;
-import java.util.Set;
-import java.util.TreeMap;
 import java.util.function.Predicate;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,8 +53,6 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
     /** Largest manifest or pointer file read; anything bigger is refused rather than loaded. */
     static final long MAX_DOCUMENT_BYTES = 64L << 20;
 
-    /** The name {@link AtomicFiles#temporarySibling} gives a file being written. */
-    private static final Pattern TEMPORARY_NAME = Pattern.compile("\\..+\\.[0-9a-f]{16}\\.tmp");
 
     private static final Logger LOG = LoggerFactory.getLogger(FilesystemBulletinBoard.class);
 
@@ -340,97 +333,23 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
      * other-run directories, archives older than the archive grace, and crash leftovers older than the
      * orphan grace: staging and orphan directories, temporaries (also inside published versions, unless
      * the manifest lists them), broken lock files and an abandoned break guard. A stale lock (2.1) is
-     * broken and removed first. With no anchor no version is deleted.
+     * broken and removed first. With no anchor no version is deleted ({@link FilesystemGc}).
      */
     @Override
     public GcReport gc(int keepLast, long minAgeSeconds) throws IOException {
-        if (keepLast < 0 || minAgeSeconds < 0) {
-            throw new IllegalArgumentException("keep and min age are non-negative");
-        }
-        refresh();
-        long nowMillis = options.clock().millis();
-        long leftoverMillis = options.orphanGrace().toMillis();
-        List<Long> deletedVersions = new ArrayList<>();
-        List<Path> doomedVersions = new ArrayList<>();
-        List<Path> doomedOther = new ArrayList<>();
-        List<String> removed = new ArrayList<>();
-        String brokenLock = BoardLock.breakIfStale(root, options);
-        if (brokenLock != null) {
-            LOG.warn("gc broke and removed the stale board lock of {}", brokenLock);
-            removed.add(BoardLock.FILE_NAME);
-        }
-        long anchor;
-        try (BoardLock lock = BoardLock.acquire(root, options)) {
-            LatestPointer current = readPointerNoRefresh();
-            long latest = current.version();
-            anchor = newestAnchorOfRun(latest, current.runId());
-            TreeMap<Long, Path> byVersion = new TreeMap<>();
-            for (Path p : listVersionsDir()) {
-                String name = p.getFileName().toString();
-                OptionalLong v = WeightIdentity.parse(name);
-                if (v.isPresent()) {
-                    byVersion.put(v.getAsLong(), p);
-                } else if (isLeftoverName(name) && olderThan(p, options.orphanGrace().toMillis(), nowMillis)) {
-                    doomedOther.add(p);
-                }
-            }
-            for (var e : byVersion.entrySet()) {
-                long v = e.getKey();
-                Path dir = e.getValue();
-                if (v > latest || v == 0) {
-                    // Above latest under the lock: an orphan of a crashed publisher, not yet replaced.
-                    if (olderThan(dir, options.orphanGrace().toMillis(), nowMillis)) {
-                        doomedOther.add(dir);
-                    }
-                    continue;
-                }
-                Manifest m = readManifestQuietly(v);
-                boolean otherRun = m != null && !Objects.equals(m.runId(), current.runId())
-                        && m.runId() != null && current.runId() != null;
-                if (otherRun) {
-                    if (ageMillis(m, dir, nowMillis) >= minAgeSeconds * 1000) {
-                        doomedVersions.add(dir);
-                        deletedVersions.add(v);
-                    }
-                    continue;
-                }
-                boolean isProtected = v >= anchor || v > latest - keepLast;
-                if (isProtected || anchor == 0) {
-                    collectTemporaries(dir, m, leftoverMillis, nowMillis, doomedOther);
-                    continue;
-                }
-                long age = m == null ? ageOfPath(dir, nowMillis) : ageMillis(m, dir, nowMillis);
-                if (age >= minAgeSeconds * 1000) {
-                    doomedVersions.add(dir);
-                    deletedVersions.add(v);
-                } else {
-                    collectTemporaries(dir, m, leftoverMillis, nowMillis, doomedOther);
-                }
-            }
-            for (Path p : listDir(root)) {
-                String name = p.getFileName().toString();
-                if (isLeftoverName(name) && olderThan(p, leftoverMillis, nowMillis)) {
-                    doomedOther.add(p);
-                } else if (name.equals(BoardLock.BREAK_GUARD)
-                        && olderThan(p, Math.max(leftoverMillis, BoardLock.GUARD_ABANDONED_MS), nowMillis)) {
-                    // A breaker that died mid-break left it; a live one holds it for milliseconds (2.1).
-                    doomedOther.add(p);
-                }
-            }
-            collectArchives(nowMillis, doomedOther);
-        }
-        for (Path dir : doomedVersions) {
-            deleteVersionDirectory(dir);
-        }
-        for (Path p : doomedOther) {
-            deleteTree(p);
-            removed.add(ArtifactVerifier.relative(root, p));
-        }
-        pruneEmptyArchiveRuns();
-        return new GcReport(anchor, deletedVersions, removed);
+        return new FilesystemGc(this).run(keepLast, minAgeSeconds);
     }
 
     // ---------------------------------------------------------------- internals
+
+    /** The manifest of {@code v}, or null when it is missing or unreadable (gc and archiving decide around it). */
+    Manifest readManifestQuietly(long v) {
+        try {
+            return readManifest(v);
+        } catch (IOException e) {
+            return null;
+        }
+    }
 
     Path latestPath() {
         return root.resolve(LatestPointer.FILE_NAME);
@@ -453,7 +372,7 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
         }
     }
 
-    private LatestPointer readPointerNoRefresh() throws IOException {
+    LatestPointer readPointerNoRefresh() throws IOException {
         byte[] bytes = readPointerBytes();
         if (bytes == null) {
             return LatestPointer.EMPTY;
@@ -506,55 +425,8 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
         options.files().write(latestPath(), p.toBytes());
     }
 
-    private long newestAnchorOfRun(long latest, String run) throws IOException {
-        for (long v = latest; v >= 1; v--) {
-            Manifest m;
-            try {
-                m = readManifest(v);
-            } catch (NoSuchFileException e) {
-                return 0;
-            } catch (ProtocolException e) {
-                continue;
-            }
-            if (m.isAnchor() && (m.runId() == null || run == null || m.runId().equals(run))) {
-                return v;
-            }
-        }
-        return 0;
-    }
 
-    /**
-     * Adds the temporaries ({@code .<name>.<16 hex>.tmp}, 2.1) a crashed writer left inside a published
-     * version directory, unless its manifest lists them; a version whose manifest cannot be read is left alone.
-     */
-    private void collectTemporaries(Path dir, Manifest m, long graceMillis, long nowMillis, List<Path> doomed)
-            throws IOException {
-        if (m == null || !Files.isDirectory(dir, LinkOption.NOFOLLOW_LINKS)) {
-            return;
-        }
-        Set<Path> listed = new HashSet<>();
-        for (Artifact a : m.artifacts()) {
-            listed.add(dir.resolve(a.path()).normalize());
-        }
-        try (Stream<Path> s = Files.walk(dir)) {
-            for (Path p : s.toList()) {
-                if (TEMPORARY_NAME.matcher(p.getFileName().toString()).matches() && !listed.contains(p.normalize())
-                        && Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS) && olderThan(p, graceMillis, nowMillis)) {
-                    doomed.add(p);
-                }
-            }
-        } catch (UncheckedIOException e) {
-            throw e.getCause();
-        }
-    }
 
-    private Manifest readManifestQuietly(long v) {
-        try {
-            return readManifest(v);
-        } catch (IOException e) {
-            return null;
-        }
-    }
 
     private void archiveOtherRuns(String runId) throws IOException {
         Path archive = root.resolve(ARCHIVE_DIR);
@@ -591,44 +463,8 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
         return s;
     }
 
-    private void collectArchives(long nowMillis, List<Path> doomed) throws IOException {
-        Path archive = root.resolve(ARCHIVE_DIR);
-        for (Path runDir : listDir(archive)) {
-            if (!Files.isDirectory(runDir, LinkOption.NOFOLLOW_LINKS)) {
-                continue;
-            }
-            for (Path versionDir : listDir(runDir)) {
-                if (olderThan(versionDir, options.archiveGrace().toMillis(), nowMillis)) {
-                    doomed.add(versionDir);
-                }
-            }
-        }
-    }
 
-    private void pruneEmptyArchiveRuns() throws IOException {
-        Path archive = root.resolve(ARCHIVE_DIR);
-        for (Path runDir : listDir(archive)) {
-            try (DirectoryStream<Path> s = Files.newDirectoryStream(runDir)) {
-                if (!s.iterator().hasNext()) {
-                    Files.deleteIfExists(runDir);
-                }
-            } catch (NoSuchFileException | java.nio.file.NotDirectoryException | java.nio.file.DirectoryNotEmptyException e) {
-                // raced with another gc or a claim; nothing to prune
-            }
-        }
-    }
 
-    /** Removes a version: manifest first (so a half-deleted version reads as missing), then the rest. */
-    private void deleteVersionDirectory(Path dir) throws IOException {
-        if (Files.isSymbolicLink(dir)) {
-            // Only the link belongs to the board; what it points at is never deleted (1.6).
-            Files.deleteIfExists(dir);
-            return;
-        }
-        Files.deleteIfExists(dir.resolve(Manifest.FILE_NAME));
-        options.files().fsyncDirectory(dir);
-        deleteTree(dir);
-    }
 
     static void deleteTree(Path p) throws IOException {
         if (!Files.exists(p, LinkOption.NOFOLLOW_LINKS)) {
@@ -648,11 +484,11 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
         Files.deleteIfExists(p);
     }
 
-    private List<Path> listVersionsDir() throws IOException {
+    List<Path> listVersionsDir() throws IOException {
         return listDir(versions);
     }
 
-    private static List<Path> listDir(Path dir) throws IOException {
+    static List<Path> listDir(Path dir) throws IOException {
         try (Stream<Path> s = Files.list(dir)) {
             return s.sorted().toList();
         } catch (NoSuchFileException e) {
@@ -663,31 +499,15 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
     }
 
     /** Names that belong to no version: staging, orphans, temporaries, broken locks. */
-    private static boolean isLeftoverName(String name) {
+    static boolean isLeftoverName(String name) {
         return name.endsWith(STAGING_SUFFIX) || name.endsWith(ORPHAN_SUFFIX) || name.endsWith(BROKEN_SUFFIX)
                 || (name.startsWith(".") && name.endsWith(RemotePublisher.CLAIM_SUFFIX))
                 || (name.startsWith(".") && name.endsWith(".tmp"))
                 || name.startsWith(BoardLock.STALE_PREFIX);
     }
 
-    private static boolean olderThan(Path p, long graceMillis, long nowMillis) {
-        return ageOfPath(p, nowMillis) >= graceMillis;
-    }
 
-    private static long ageOfPath(Path p, long nowMillis) {
-        try {
-            return nowMillis - Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).toMillis();
-        } catch (IOException e) {
-            return 0;
-        }
-    }
 
-    private static long ageMillis(Manifest m, Path dir, long nowMillis) {
-        if (m.createdAt() > 0) {
-            return nowMillis - (long) (m.createdAt() * 1000);
-        }
-        return ageOfPath(dir, nowMillis);
-    }
 
     @Override
     public String toString() {
