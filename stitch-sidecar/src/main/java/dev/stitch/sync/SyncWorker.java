@@ -78,7 +78,8 @@ public final class SyncWorker implements AutoCloseable {
 
     /**
      * @param permission asked before each commit of a newer version closes the gate (the router's rolling
-     *                   update, docs/protocol/sidecar-http.md §5.8)
+     *                   update, docs/protocol/sidecar-http.md §5.8); not before the initial catch-up, which
+     *                   no router routes to yet
      */
     public SyncWorker(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate,
                       CommitPermission permission) {
@@ -90,7 +91,7 @@ public final class SyncWorker implements AutoCloseable {
         this.stateFile = new SidecarStateFile(config.stateDir());
         this.arrival = new ArrivalWait(config.arrivalTimeoutS(), metrics);
         this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, this::setState,
-                arrival::patient, permission);
+                arrival::patient, (from, to) -> ready ? permission.ask(from, to) : CommitPermission.GRANTED);
         this.watch = new EngineWatch(engine, gate, metrics, committer);
         this.thread = new Thread(this::runLoop, "stitch-sync");
         this.thread.setDaemon(true);
