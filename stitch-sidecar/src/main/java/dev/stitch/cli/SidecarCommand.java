@@ -211,7 +211,7 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
 
     @Option(names = "--router", defaultValue = "${env:STITCH_ROUTER_URL}", paramLabel = "URL",
             description = "A version-aware router (stitch router) to ask before each commit, so that it can roll a "
-                    + "new version across its replicas (POST URL/stitch/commit_permission, sidecar-http.md 5.8); "
+                    + "new version across its replicas (POST URL/stitch/commit_permission, sidecar-http.md 5.2); "
                     + "without an answer within 2 s the replica commits anyway.")
     String router;
 

@@ -21,7 +21,7 @@ import java.util.Objects;
  * @param engineMode   {@code engine} or {@code host}
  * @param engine       SGLang paths and options
  * @param replicaRunId the {@code run_id} label shown in {@code /server_info}, or null
- * @param router       the router asked before each commit (sidecar-http.md §5.8), or null to commit alone
+ * @param router       the router asked before each commit (sidecar-http.md §5.2), or null to commit alone
  */
 public record SidecarConfig(ProxyServer.Config proxy, SyncConfig sync, BoardAddress board, RemoteBoardOptions remote,
                             BoardLayout layout, String engineMode, SglangSettings engine, String replicaRunId,

@@ -75,7 +75,7 @@ public final class AdmissionGate implements AdmissionControl {
     private boolean engineConsistent = true;
     private int active;
     private int exactActive;
-    /** Told after a change a router follows (docs/protocol/sidecar-http.md §5.7); never called with the lock held. */
+    /** Told after a change a router follows (docs/protocol/sidecar-http.md §5.1); never called with the lock held. */
     private volatile Runnable onChange = () -> { };
 
     public AdmissionGate(String runId, long version) {

@@ -1,7 +1,7 @@
 package dev.stitch.sync;
 
 /**
- * The router deferred the commit of a staged version (docs/protocol/sidecar-http.md §5.8): the pass ends without
+ * The router deferred the commit of a staged version (docs/protocol/sidecar-http.md §5.2): the pass ends without
  * touching the gate, the replica keeps serving {@link #from}, and the worker asks again after
  * {@link #retryAfterMillis}. Not a sync error: readiness and the error counters are left alone.
  */

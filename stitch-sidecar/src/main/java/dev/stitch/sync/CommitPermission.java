@@ -2,7 +2,7 @@ package dev.stitch.sync;
 
 /**
  * Who decides when this replica may commit a newer version: a version-aware router rolling an update across
- * its replicas (docs/protocol/sidecar-http.md §5.8). Asked on the sync worker's thread after a plan is staged
+ * its replicas (docs/protocol/sidecar-http.md §5.2). Asked on the sync worker's thread after a plan is staged
  * and before the admission gate closes; an answer may take as long as the implementation's own timeout.
  */
 public interface CommitPermission {

@@ -39,7 +39,7 @@ public final class SyncWorker implements AutoCloseable {
     private final ArrivalWait arrival;
     private final Thread thread;
     private final CommitPermission permission;
-    /** Told after a change of what {@link #status} reports that a router follows (sidecar-http.md §5.7). */
+    /** Told after a change of what {@link #status} reports that a router follows (sidecar-http.md §5.1). */
     private volatile Runnable onChange = () -> { };
 
     // Trigger state, guarded by triggerLock; never held across I/O.
@@ -78,7 +78,7 @@ public final class SyncWorker implements AutoCloseable {
 
     /**
      * @param permission asked before each commit of a newer version closes the gate (the router's rolling
-     *                   update, docs/protocol/sidecar-http.md §5.8); not before the initial catch-up, which
+     *                   update, docs/protocol/sidecar-http.md §5.2); not before the initial catch-up, which
      *                   no router routes to yet
      */
     public SyncWorker(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate,
@@ -572,7 +572,7 @@ public final class SyncWorker implements AutoCloseable {
         return delay;
     }
 
-    /** Schedules the retry the router asked for (sidecar-http.md §5.8); denials do not count as errors. */
+    /** Schedules the retry the router asked for (sidecar-http.md §5.2); denials do not count as errors. */
     private void retryAfterMillis(long millis) {
         triggerLock.lock();
         try {

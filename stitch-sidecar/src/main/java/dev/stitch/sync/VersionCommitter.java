@@ -262,7 +262,7 @@ final class VersionCommitter {
                 SyncWorker.fmt(stageS));
         if (engineConsistent) {
             // Asked after staging, right before the gate closes, so that a grant is followed by the drain at
-            // once; an engine in an unknown state is re-established without asking (sidecar-http.md §5.8).
+            // once; an engine in an unknown state is re-established without asking (sidecar-http.md §5.2).
             CommitPermission.Decision d = permission.ask(gate.currentVersion(), plan.target());
             if (d instanceof CommitPermission.Decision.Deferred deferred) {
                 throw new CommitDeferredException(gate.currentVersion(), plan.target(), deferred.retryAfterMillis());

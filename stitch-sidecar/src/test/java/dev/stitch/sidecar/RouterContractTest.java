@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * What a version-aware router relies on (docs/protocol/sidecar-http.md §5.7-5.8): the {@code /stitch/state} long
+ * What a version-aware router relies on (docs/protocol/sidecar-http.md §5.1-5.2): the {@code /stitch/state} long
  * poll, and the commit permission asked before each commit, against the reference engine over loopback.
  */
 class RouterContractTest {

@@ -45,7 +45,7 @@ public final class ControlEndpoints implements SidecarEndpoints {
     }
 
     /**
-     * {@code GET /stitch/state}: the state stream for routers (sidecar-http.md §5.7). Answers without a thread
+     * {@code GET /stitch/state}: the state stream for routers (sidecar-http.md §5.1). Answers without a thread
      * of its own while it waits: the notifier completes the future on a change or when the wait times out.
      */
     @Override

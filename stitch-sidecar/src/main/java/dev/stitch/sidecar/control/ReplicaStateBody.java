@@ -11,7 +11,7 @@ import java.util.OptionalLong;
 import java.util.Set;
 
 /**
- * The body of {@code GET /stitch/state} and what counts as a change of it (docs/protocol/sidecar-http.md §5.7).
+ * The body of {@code GET /stitch/state} and what counts as a change of it (docs/protocol/sidecar-http.md §5.1).
  */
 final class ReplicaStateBody {
 

@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 
 /**
- * The sequence number and long-poll waiters of the state stream (docs/protocol/sidecar-http.md §5.7).
+ * The sequence number and long-poll waiters of the state stream (docs/protocol/sidecar-http.md §5.1).
  *
  * <p>Whatever may have changed the replica's state calls {@link #poke}, which never blocks: it schedules one
  * re-read of the state on this class's own thread (pokes arriving meanwhile coalesce into it). The re-read
@@ -49,7 +49,7 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
         this.thread = t;
         S first = read.get();
         // Numbering starts at the wall clock's milliseconds, so that a restarted sidecar's numbers exceed what
-        // a router saw before the restart and its first long poll returns at once (sidecar-http.md §5.7).
+        // a router saw before the restart and its first long poll returns at once (sidecar-http.md §5.1).
         this.current = new Numbered<>(System.currentTimeMillis(), first);
         this.currentKey = changeKey.apply(first);
     }

@@ -11,7 +11,7 @@ import java.util.concurrent.Executor;
  */
 final class ControlPlaneCall {
 
-    /** The state stream's route name (sidecar-http.md §5.7). */
+    /** The state stream's route name (sidecar-http.md §5.1). */
     static final String STATE_STREAM = "stitch/state";
 
     private ControlPlaneCall() {

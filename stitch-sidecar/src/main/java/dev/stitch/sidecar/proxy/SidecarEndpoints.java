@@ -25,7 +25,7 @@ public interface SidecarEndpoints {
     EndpointResponse metrics();
 
     /**
-     * {@code GET /stitch/state?after=&timeout_ms=}: the state stream for routers (sidecar-http.md §5.7). The
+     * {@code GET /stitch/state?after=&timeout_ms=}: the state stream for routers (sidecar-http.md §5.1). The
      * future may complete much later (a long poll) and on any thread; the caller must not wait for it.
      *
      * @param query the raw query string, or null

@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Asks a version-aware router whether this replica may commit now: {@code POST <router>/stitch/commit_permission}
- * (docs/protocol/sidecar-http.md §5.8). A grant commits; a denial defers the commit by the router's
+ * (docs/protocol/sidecar-http.md §5.2). A grant commits; a denial defers the commit by the router's
  * {@code retry_after_ms}; a router that cannot be reached, times out or answers anything else does not
  * hold the fleet back: the replica commits as it would without a router, and says so once per episode.
  */

@@ -5,7 +5,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * The router this replica asks before each commit (docs/protocol/sidecar-http.md §5.8).
+ * The router this replica asks before each commit (docs/protocol/sidecar-http.md §5.2).
  *
  * @param url       the router's base URL ({@code --router}, {@code STITCH_ROUTER_URL})
  * @param token     the bearer token sent to it, or null ({@code --router-token-file})
