@@ -4,9 +4,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -26,7 +28,7 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
     }
 
     private final Supplier<S> read;
-    private final java.util.function.Function<S, Object> changeKey;
+    private final Function<S, Object> changeKey;
     private final ScheduledExecutorService thread;
     private final AtomicBoolean rereadScheduled = new AtomicBoolean();
     private final List<Waiter<S>> waiters = new ArrayList<>();
@@ -37,7 +39,7 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
      * @param read      takes a snapshot; must not wait for I/O
      * @param changeKey what of a snapshot counts as a change (equal keys: no new sequence number)
      */
-    public StateChangeNotifier(Supplier<S> read, java.util.function.Function<S, Object> changeKey) {
+    public StateChangeNotifier(Supplier<S> read, Function<S, Object> changeKey) {
         this.read = read;
         this.changeKey = changeKey;
         ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
@@ -59,15 +61,10 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
         if (rereadScheduled.compareAndSet(false, true)) {
             try {
                 thread.execute(this::reread);
-            } catch (java.util.concurrent.RejectedExecutionException e) {
+            } catch (RejectedExecutionException e) {
                 rereadScheduled.set(false); // closed
             }
         }
-    }
-
-    /** The current state with its sequence number (the last re-read's, not a fresh one). */
-    public synchronized Numbered<S> current() {
-        return current;
     }
 
     /**
@@ -86,7 +83,7 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
         try {
             var timer = thread.schedule(() -> timedOut(w), timeoutMillis, TimeUnit.MILLISECONDS);
             answer.whenComplete((r, e) -> timer.cancel(false));
-        } catch (java.util.concurrent.RejectedExecutionException e) {
+        } catch (RejectedExecutionException e) {
             timedOut(w);
         }
         return answer;
