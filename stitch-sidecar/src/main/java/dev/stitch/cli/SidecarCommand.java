@@ -23,6 +23,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import dev.stitch.sidecar.router.RouterLink;
 
 /**
  * {@code stitch sidecar}: the version-aware proxy and weight-sync worker in front of one SGLang server
@@ -208,6 +209,20 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             description = "File holding the control token (surrounding whitespace ignored).")
     Path controlTokenFile;
 
+    @Option(names = "--router", defaultValue = "${env:STITCH_ROUTER_URL}", paramLabel = "URL",
+            description = "A version-aware router (stitch router) to ask before each commit, so that it can roll a "
+                    + "new version across its replicas (POST URL/stitch/commit_permission, sidecar-http.md 5.2); "
+                    + "without an answer within 2 s the replica commits anyway.")
+    String router;
+
+    @Option(names = "--router-token-file", defaultValue = "${env:STITCH_ROUTER_TOKEN_FILE}", paramLabel = "FILE",
+            description = "File holding the bearer token sent to --router.")
+    Path routerTokenFile;
+
+    @Option(names = "--replica-id", defaultValue = "${env:STITCH_REPLICA_ID}", paramLabel = "ID",
+            description = "This replica's id in commit-permission questions (default HOST:PORT of --host and --port).")
+    String replicaId;
+
     @Option(names = "--control-refresh-rate", defaultValue = "${env:STITCH_CONTROL_REFRESH_RATE:-5}",
             description = "Calls per second of /wake and /rpc_sync_from_bulletin_board, together; beyond it 429; "
                     + "0 = unlimited (default ${DEFAULT-VALUE}).")
@@ -349,10 +364,44 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
                 .withOptions(flushRetries, partialReload, probeDeltaReceiver)
                 .withTimeouts(connect, total);
         try {
-            return new SidecarConfig(proxy, sync, address, remoteOptions, boardLayout, engineMode, engine, blankToNull(runId));
+            return new SidecarConfig(proxy, sync, address, remoteOptions, boardLayout, engineMode, engine,
+                    blankToNull(runId), routerLink());
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage());
         }
+    }
+
+    /** The router of --router, or null when none is configured (commits go ahead alone, as before). */
+    private RouterLink routerLink() {
+        String url = blankToNull(router);
+        if (url == null) {
+            if (routerTokenFile != null) {
+                throw new CliFailure("--router-token-file needs --router");
+            }
+            return null;
+        }
+        URI routerUrl;
+        try {
+            routerUrl = URI.create(url);
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure("--router is not a URL: " + url);
+        }
+        if (routerUrl.getScheme() == null || routerUrl.getHost() == null) {
+            throw new CliFailure("--router must look like http://host:port, not '" + url + "'");
+        }
+        String token = null;
+        if (routerTokenFile != null) {
+            try {
+                token = Files.readString(routerTokenFile, StandardCharsets.UTF_8).strip();
+            } catch (IOException e) {
+                throw new CliFailure("cannot read --router-token-file " + routerTokenFile + ": " + e.getMessage());
+            }
+            if (token.isEmpty()) {
+                throw new CliFailure("--router-token-file " + routerTokenFile + " is empty");
+            }
+        }
+        String id = blankToNull(replicaId);
+        return new RouterLink(routerUrl, token, id == null ? host + ":" + port : id, RouterLink.DEFAULT_TIMEOUT);
     }
 
     private String controlToken() {

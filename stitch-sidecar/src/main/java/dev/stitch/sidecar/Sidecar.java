@@ -9,6 +9,7 @@ import dev.stitch.sync.AdmissionGate;
 import dev.stitch.sync.BulletinBoardSource;
 import dev.stitch.sync.EngineAdapter;
 import dev.stitch.sync.SyncBoard;
+import dev.stitch.sync.CommitPermission;
 import dev.stitch.sync.SyncWorker;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,7 +33,8 @@ public final class Sidecar implements AutoCloseable {
         this.config = config;
         this.engine = engine;
         AdmissionGate gate = new AdmissionGate(config.sync().bootRunId(), config.sync().bootVersion());
-        this.worker = new SyncWorker(config.sync(), board, engine, gate);
+        CommitPermission permission = config.router() == null ? CommitPermission.ALWAYS : config.router().permission();
+        this.worker = new SyncWorker(config.sync(), board, engine, gate, permission);
         this.endpoints = new ControlEndpoints(worker, config.replicaRunId(), softwareVersion);
         this.proxy = new ProxyServer(config.proxy(), gate, endpoints);
         this.endpoints.proxyStats(proxy::stats);
@@ -60,6 +62,10 @@ public final class Sidecar implements AutoCloseable {
         if (config.proxy().control().token() == null && !isLoopback(config.proxy().host())) {
             LOG.warn("listening on {} without a control token: anyone who reaches the port can call /wake and "
                     + "/rpc_sync_from_bulletin_board; set --control-token-file (security.md)", config.proxy().host());
+        }
+        if (config.router() != null) {
+            LOG.info("asking router {} before each commit, as replica {}", config.router().url(),
+                    config.router().replicaId());
         }
         s.worker.start();
         return s;
@@ -93,6 +99,8 @@ public final class Sidecar implements AutoCloseable {
     @Override
     public void close() {
         worker.close();
+        endpoints.close();
+        worker.commitPermission().close();
         proxy.close();
         engine.close();
     }

@@ -21,9 +21,11 @@ import java.util.Objects;
  * @param engineMode   {@code engine} or {@code host}
  * @param engine       SGLang paths and options
  * @param replicaRunId the {@code run_id} label shown in {@code /server_info}, or null
+ * @param router       the router asked before each commit (sidecar-http.md §5.2), or null to commit alone
  */
 public record SidecarConfig(ProxyServer.Config proxy, SyncConfig sync, BoardAddress board, RemoteBoardOptions remote,
-                            BoardLayout layout, String engineMode, SglangSettings engine, String replicaRunId) {
+                            BoardLayout layout, String engineMode, SglangSettings engine, String replicaRunId,
+                            dev.stitch.sidecar.router.RouterLink router) {
 
     public SidecarConfig {
         Objects.requireNonNull(proxy, "proxy");
@@ -42,10 +44,21 @@ public record SidecarConfig(ProxyServer.Config proxy, SyncConfig sync, BoardAddr
         }
     }
 
+    /** A sidecar that commits without asking a router. */
+    public SidecarConfig(ProxyServer.Config proxy, SyncConfig sync, BoardAddress board, RemoteBoardOptions remote,
+                         BoardLayout layout, String engineMode, SglangSettings engine, String replicaRunId) {
+        this(proxy, sync, board, remote, layout, engineMode, engine, replicaRunId, null);
+    }
+
+    /** The same sidecar, asking {@code link} before each commit. */
+    public SidecarConfig withRouter(dev.stitch.sidecar.router.RouterLink link) {
+        return new SidecarConfig(proxy, sync, board, remote, layout, engineMode, engine, replicaRunId, link);
+    }
+
     /** A sidecar of a board directory. */
     public SidecarConfig(ProxyServer.Config proxy, SyncConfig sync, Path boardRoot, BoardLayout layout, String engineMode,
                          SglangSettings engine, String replicaRunId) {
-        this(proxy, sync, BoardAddress.of(boardRoot), null, layout, engineMode, engine, replicaRunId);
+        this(proxy, sync, BoardAddress.of(boardRoot), null, layout, engineMode, engine, replicaRunId, null);
     }
 
     /** Where the versions are on local disk: the board directory, or a remote board's verified cache. */

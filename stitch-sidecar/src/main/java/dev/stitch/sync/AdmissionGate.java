@@ -75,11 +75,22 @@ public final class AdmissionGate implements AdmissionControl {
     private boolean engineConsistent = true;
     private int active;
     private int exactActive;
+    /** Told after a change a router follows (docs/protocol/sidecar-http.md §5.1); never called with the lock held. */
+    private volatile Runnable onChange = () -> { };
 
     public AdmissionGate(String runId, long version) {
         this.currentRunId = runId;
         this.currentVersion = version;
         this.latestSeen = version;
+    }
+
+    /**
+     * Registers the listener told after the served version, the admission state or engine consistency
+     * changes, and when the in-flight count of all requests or of one exact version crosses zero; it must
+     * not block (the request path calls it).
+     */
+    public void onChange(Runnable listener) {
+        this.onChange = listener;
     }
 
     @Override
@@ -100,6 +111,9 @@ public final class AdmissionGate implements AdmissionControl {
         }
         if (decided != null) {
             future.complete(decided);
+            if (decided instanceof Admission.Admitted ad && ((GateLease) ad.lease()).crossedZero) {
+                onChange.run();
+            }
         } else {
             // A client that goes away while parked withdraws its request (the data plane answers 499).
             future.whenComplete((a, t) -> {
@@ -210,6 +224,7 @@ public final class AdmissionGate implements AdmissionControl {
             lock.unlock();
         }
         completions.forEach(Runnable::run);
+        onChange.run();
     }
 
     /**
@@ -231,6 +246,7 @@ public final class AdmissionGate implements AdmissionControl {
         } finally {
             lock.unlock();
         }
+        onChange.run();
     }
 
     /**
@@ -302,6 +318,7 @@ public final class AdmissionGate implements AdmissionControl {
         } finally {
             lock.unlock();
         }
+        onChange.run();
     }
 
     /** Adopts a served state without a commit (startup adoption); only while nothing is admitted. */
@@ -313,6 +330,7 @@ public final class AdmissionGate implements AdmissionControl {
         } finally {
             lock.unlock();
         }
+        onChange.run();
     }
 
     /** Opens the gate and decides every parked request against the (possibly new) version. */
@@ -326,6 +344,7 @@ public final class AdmissionGate implements AdmissionControl {
             lock.unlock();
         }
         completions.forEach(Runnable::run);
+        onChange.run();
     }
 
     // ---- internals; everything below runs with the lock held unless stated otherwise ----
@@ -394,6 +413,7 @@ public final class AdmissionGate implements AdmissionControl {
             return new Admission.Rejected(Admission.Reason.NOT_READY, current, w.min.getAsLong(), latestSeen);
         }
         GateLease lease = new GateLease(current, currentRunId, w.exact.isPresent(), w.rids);
+        lease.crossedZero = active == 0 || (lease.exact && !inflightExact.containsKey(current));
         active++;
         if (lease.exact) {
             exactActive++;
@@ -413,21 +433,28 @@ public final class AdmissionGate implements AdmissionControl {
     }
 
     private long releaseLease(GateLease l) {
+        long end;
+        boolean crossedZero = false;
         lock.lock();
         try {
-            long end = currentVersion;
+            end = currentVersion;
             if (inFlight.remove(l)) {
                 active--;
+                crossedZero = active == 0;
                 if (l.exact) {
                     exactActive--;
                     inflightExact.computeIfPresent(l.start, (k, n) -> n == 1 ? null : n - 1);
+                    crossedZero |= !inflightExact.containsKey(l.start);
                 }
                 changed.signalAll();
             }
-            return end;
         } finally {
             lock.unlock();
         }
+        if (crossedZero) {
+            onChange.run();
+        }
+        return end;
     }
 
     private record Waiter(OptionalLong exact, OptionalLong min, List<String> rids,
@@ -444,6 +471,8 @@ public final class AdmissionGate implements AdmissionControl {
         private final AtomicBoolean preemptRan = new AtomicBoolean();
         private volatile Runnable preemptAction;
         private volatile long end = -1;
+        /** Set under the gate lock at admission: the first request in flight overall or of its exact version. */
+        boolean crossedZero;
 
         GateLease(long start, String runId, boolean exact, List<String> rids) {
             this.start = start;

@@ -38,6 +38,9 @@ public final class SyncWorker implements AutoCloseable {
     private final EngineWatch watch;
     private final ArrivalWait arrival;
     private final Thread thread;
+    private final CommitPermission permission;
+    /** Told after a change of what {@link #status} reports that a router follows (sidecar-http.md §5.1). */
+    private volatile Runnable onChange = () -> { };
 
     // Trigger state, guarded by triggerLock; never held across I/O.
     private final ReentrantLock triggerLock = new ReentrantLock();
@@ -70,14 +73,25 @@ public final class SyncWorker implements AutoCloseable {
     private SyncBoard.Pointer failedPointer;
 
     public SyncWorker(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate) {
+        this(config, board, engine, gate, CommitPermission.ALWAYS);
+    }
+
+    /**
+     * @param permission asked before each commit of a newer version closes the gate (the router's rolling
+     *                   update, docs/protocol/sidecar-http.md §5.2); not before the initial catch-up, which
+     *                   no router routes to yet
+     */
+    public SyncWorker(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate,
+                      CommitPermission permission) {
         this.config = config;
+        this.permission = permission;
         this.board = board;
         this.engine = engine;
         this.gate = gate;
         this.stateFile = new SidecarStateFile(config.stateDir());
         this.arrival = new ArrivalWait(config.arrivalTimeoutS(), metrics);
-        this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, s -> state = s,
-                arrival::patient);
+        this.committer = new VersionCommitter(config, board, engine, gate, metrics, stateFile, this::setState,
+                arrival::patient, (from, to) -> ready ? permission.ask(from, to) : CommitPermission.GRANTED);
         this.watch = new EngineWatch(engine, gate, metrics, committer);
         this.thread = new Thread(this::runLoop, "stitch-sync");
         this.thread.setDaemon(true);
@@ -86,6 +100,26 @@ public final class SyncWorker implements AutoCloseable {
     /** Starts the worker: prepare the engine, adopt the persisted state, run the startup pass. */
     public void start() {
         thread.start();
+    }
+
+    /**
+     * Registers the listener told after the state, readiness or the newest version seen changes, and
+     * after every gate change (see {@link AdmissionGate#onChange}); it must not block.
+     */
+    public void onChange(Runnable listener) {
+        this.onChange = listener;
+        gate.onChange(listener);
+    }
+
+    public CommitPermission commitPermission() {
+        return permission;
+    }
+
+    private void setState(SyncState s) {
+        if (state != s) {
+            state = s;
+            onChange.run();
+        }
     }
 
     public AdmissionGate gate() {
@@ -249,7 +283,7 @@ public final class SyncWorker implements AutoCloseable {
             Thread.currentThread().interrupt();
         } catch (RuntimeException | Error e) {
             LOG.error("sync worker died", e);
-            state = SyncState.ERROR;
+            setState(SyncState.ERROR);
             lastSyncError = "sync worker died: " + e;
         }
     }
@@ -295,7 +329,7 @@ public final class SyncWorker implements AutoCloseable {
                     rpc[0] = rpcRefresh;
                     rpcRefresh = false;
                     if (!inError) {
-                        state = SyncState.QUEUED;
+                        setState(SyncState.QUEUED);
                     }
                     return Trigger.WAKE;
                 }
@@ -303,7 +337,7 @@ public final class SyncWorker implements AutoCloseable {
                 if (polling && now - nextPollNanos >= 0) {
                     nextPollNanos = now + pollDelayNanos();
                     if (!inError) {
-                        state = SyncState.QUEUED;
+                        setState(SyncState.QUEUED);
                     }
                     return Trigger.POLL;
                 }
@@ -337,7 +371,9 @@ public final class SyncWorker implements AutoCloseable {
      * re-establishes what it serves before anything is admitted.
      */
     private void probeEngine() {
-        if (watch.probe() && !backingOff()) {
+        boolean lost = watch.probe();
+        onChange.run(); // the probe may have turned readiness either way
+        if (lost && !backingOff()) {
             runPass(false); // while backing off, the retry re-establishes
         }
     }
@@ -345,7 +381,7 @@ public final class SyncWorker implements AutoCloseable {
     /** In ERROR, or waiting for a version's files to arrive: the next pass comes from the backoff timer (6.5, 6.7). */
     private boolean backingOff() {
         SyncState s = state;
-        return s == SyncState.ERROR || s == SyncState.WAITING_FOR_ARRIVAL;
+        return s == SyncState.ERROR || s == SyncState.WAITING_FOR_ARRIVAL || s == SyncState.WAITING_FOR_ROUTER;
     }
 
     /** During backoff a wake or poll only starts a pass when the pointer moved since the failed pass. */
@@ -376,16 +412,20 @@ public final class SyncWorker implements AutoCloseable {
     private SyncBoard.Pointer readPointer() throws IOException {
         SyncBoard.Pointer p = board.readPointer();
         lastPointerReadNanos = System.nanoTime();
+        boolean moved = latestSeen != p.version() || !Objects.equals(latestRunId, p.runId());
         latestSeen = p.version();
         latestRunId = p.runId();
         gate.latestSeen(p.version());
+        if (moved) {
+            onChange.run();
+        }
         return p;
     }
 
     /** One pass of 6.3, looping until caught up; failures end in ERROR with a backoff. */
     private void runPass(boolean rpc) {
         syncTaskActive = true;
-        state = SyncState.PREFETCHING;
+        setState(SyncState.PREFETCHING);
         long passStart = System.nanoTime();
         boolean didWork = false;
         SyncBoard.Pointer pointer = null;
@@ -423,14 +463,14 @@ public final class SyncWorker implements AutoCloseable {
                             gate.currentRunId(), pointer.runId());
                     committer.resetTo(pointer.runId(), m);
                     recordMetrics(m, null);
-                    state = SyncState.PREFETCHING;
+                    setState(SyncState.PREFETCHING);
                     didWork = true;
                     continue;
                 }
                 if (!committer.engineConsistent()) {
                     committer.reestablish(pointer, m);
                     recordMetrics(m, null);
-                    state = SyncState.PREFETCHING;
+                    setState(SyncState.PREFETCHING);
                     didWork = true;
                     continue;
                 }
@@ -445,12 +485,12 @@ public final class SyncWorker implements AutoCloseable {
                 SyncPlan plan = committer.planAndVerify(pointer, current, m);
                 if (!committer.stageAndCommit(plan, m)) {
                     recordMetrics(m, (String) m.get("refusal"));
-                    state = SyncState.PREFETCHING;
+                    setState(SyncState.PREFETCHING);
                     continue; // re-plan at once around the refused version
                 }
                 didWork = true;
                 recordMetrics(m, null);
-                state = SyncState.PREFETCHING;
+                setState(SyncState.PREFETCHING);
             }
             watch.caughtUp(didWork);
             consecutiveErrors = 0;
@@ -458,26 +498,34 @@ public final class SyncWorker implements AutoCloseable {
             failedPointer = null;
             lastSyncError = null;
             arrival.arrived();
-            ready = true;
+            if (!ready) {
+                ready = true;
+                onChange.run();
+            }
             metrics.pass(didWork ? SyncMetrics.PassOutcome.OK : SyncMetrics.PassOutcome.NOOP);
             if (didWork) {
                 LOG.info("caught up at version {} (run {}) in {} s", gate.currentVersion(), gate.currentRunId(),
                         fmt(seconds(System.nanoTime() - passStart)));
             }
-            state = SyncState.IDLE;
+            setState(SyncState.IDLE);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            state = SyncState.ERROR;
+            setState(SyncState.ERROR);
             lastSyncError = "interrupted";
         } catch (Exception e) {
             if (didWork) {
                 watch.rebase(); // what the failed pass did commit is what later probes compare with
             }
             Optional<VersionNotArrivedException> late = ArrivalWait.cause(e);
-            if (late.isPresent() && arrival.keepWaiting(late.get(), didWork)) {
+            if (e instanceof CommitDeferredException deferred) {
+                failedPointer = pointer; // a moved pointer asks the router again at once
+                retryAfterMillis(deferred.retryAfterMillis());
+                LOG.info("{}; serving {} meanwhile", deferred.getMessage(), gate.currentVersion());
+                setState(SyncState.WAITING_FOR_ROUTER);
+            } else if (late.isPresent() && arrival.keepWaiting(late.get(), didWork)) {
                 failedPointer = pointer; // as after a failure, a moved pointer ends the backoff early
                 retryAfter(arrival.retries());
-                state = SyncState.WAITING_FOR_ARRIVAL;
+                setState(SyncState.WAITING_FOR_ARRIVAL);
             } else {
                 fail(late.isPresent() ? arrival.timedOut(late.get()) : e, pointer, m);
             }
@@ -503,7 +551,7 @@ public final class SyncWorker implements AutoCloseable {
         failedPointer = pointer;
         metrics.pass(SyncMetrics.PassOutcome.ERROR);
         recordMetrics(m, message);
-        state = SyncState.ERROR;
+        setState(SyncState.ERROR);
         LOG.warn("sync pass failed ({} consecutive): {}; retrying in {} s", n, message, fmt(delay));
         if (!(e instanceof SyncFailure) && !(e instanceof IOException)) {
             LOG.debug("failure detail", e);
@@ -522,6 +570,17 @@ public final class SyncWorker implements AutoCloseable {
         }
         nextRetryAt = System.currentTimeMillis() / 1000.0 + delay;
         return delay;
+    }
+
+    /** Schedules the retry the router asked for (sidecar-http.md §5.2); denials do not count as errors. */
+    private void retryAfterMillis(long millis) {
+        triggerLock.lock();
+        try {
+            retryAtNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        } finally {
+            triggerLock.unlock();
+        }
+        nextRetryAt = (System.currentTimeMillis() + millis) / 1000.0;
     }
 
     private void recordMetrics(Map<String, Object> m, String error) {

@@ -40,6 +40,7 @@ final class VersionCommitter {
     private final SidecarStateFile stateFile;
     private final Consumer<SyncState> states;
     private final BooleanSupplier awaitArrivals;
+    private final CommitPermission permission;
     private final ChainPlanner planner;
 
     // Versions of refusedRun that the engine or host applier refused (6.5): never planned as deltas again.
@@ -55,7 +56,8 @@ final class VersionCommitter {
      */
     VersionCommitter(SyncConfig config, SyncBoard board, EngineAdapter engine, AdmissionGate gate,
                      SyncMetrics metrics, SidecarStateFile stateFile, Consumer<SyncState> states,
-                     BooleanSupplier awaitArrivals) {
+                     BooleanSupplier awaitArrivals, CommitPermission permission) {
+        this.permission = permission;
         this.config = config;
         this.board = board;
         this.engine = engine;
@@ -258,6 +260,14 @@ final class VersionCommitter {
         m.put("stage_detail", stageDetail);
         LOG.info("staged {} plan {} -> {} in {} s", plan.kind().label(), plan.from(), plan.target(),
                 SyncWorker.fmt(stageS));
+        if (engineConsistent) {
+            // Asked after staging, right before the gate closes, so that a grant is followed by the drain at
+            // once; an engine in an unknown state is re-established without asking (sidecar-http.md §5.2).
+            CommitPermission.Decision d = permission.ask(gate.currentVersion(), plan.target());
+            if (d instanceof CommitPermission.Decision.Deferred deferred) {
+                throw new CommitDeferredException(gate.currentVersion(), plan.target(), deferred.retryAfterMillis());
+            }
+        }
         try {
             commit(plan, m);
         } catch (Exception e) {

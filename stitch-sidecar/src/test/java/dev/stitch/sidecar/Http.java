@@ -40,6 +40,12 @@ final class Http {
         return new Reply(r.statusCode(), r.body(), r.headers());
     }
 
+    static CompletableFuture<Reply> getAsync(int port, String path) {
+        HttpRequest req = HttpRequest.newBuilder(uri(port, path)).timeout(Duration.ofSeconds(60)).GET().build();
+        return CLIENT.sendAsync(req, HttpResponse.BodyHandlers.ofString())
+                .thenApply(r -> new Reply(r.statusCode(), r.body(), r.headers()));
+    }
+
     static Reply post(int port, String path, String body) throws IOException, InterruptedException {
         return postAsync(port, path, body).join();
     }

@@ -177,4 +177,24 @@ class SidecarCommandTest {
         String usage = sidecar.getUsageMessage();
         assertTrue(usage.contains("STITCH_<NAME>"), usage);
     }
+
+    @Test
+    void routerFlagsMakeTheRouterLink(@TempDir Path dir) throws Exception {
+        String[] base = {"--board", "/b", "--upstream", "http://127.0.0.1:30000", "--mode", "engine", "--port", "9001"};
+        assertNull(parse(base).router(), "no --router: commits are not asked about");
+        Path token = Files.writeString(dir.resolve("router-token"), " t0k \n");
+        SidecarConfig c = parse(concat(base, "--router", "http://router:7000", "--router-token-file", token.toString()));
+        assertEquals(java.net.URI.create("http://router:7000"), c.router().url());
+        assertEquals("t0k", c.router().token());
+        assertEquals("127.0.0.1:9001", c.router().replicaId());
+        assertEquals("r-7", parse(concat(base, "--router", "http://router:7000", "--replica-id", "r-7")).router().replicaId());
+        assertThrows(CliFailure.class, () -> parse(concat(base, "--router", "router-without-scheme")));
+        assertThrows(CliFailure.class, () -> parse(concat(base, "--router-token-file", token.toString())));
+    }
+
+    private static String[] concat(String[] a, String... b) {
+        String[] all = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, all, a.length, b.length);
+        return all;
+    }
 }

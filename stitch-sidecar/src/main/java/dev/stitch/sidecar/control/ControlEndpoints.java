@@ -31,6 +31,7 @@ public final class ControlEndpoints implements SidecarEndpoints {
     private final String replicaRunId;
     private final String softwareVersion;
     private volatile Supplier<ProxyStats> proxyStats = () -> null;
+    private final StateChangeNotifier<SyncStatus> stateStream;
 
     /**
      * @param replicaRunId the {@code run_id} replica label from the configuration, or null
@@ -39,6 +40,31 @@ public final class ControlEndpoints implements SidecarEndpoints {
         this.worker = worker;
         this.replicaRunId = replicaRunId;
         this.softwareVersion = softwareVersion;
+        this.stateStream = new StateChangeNotifier<>(worker::status, ReplicaStateBody::changeKey);
+        worker.onChange(stateStream::poke);
+    }
+
+    /**
+     * {@code GET /stitch/state}: the state stream for routers (sidecar-http.md §5.1). Answers without a thread
+     * of its own while it waits: the notifier completes the future on a change or when the wait times out.
+     */
+    @Override
+    public java.util.concurrent.CompletableFuture<EndpointResponse> stateStream(String query) {
+        ReplicaStateBody.Query q;
+        try {
+            q = ReplicaStateBody.Query.parse(query);
+        } catch (IllegalArgumentException e) {
+            return java.util.concurrent.CompletableFuture.completedFuture(
+                    EndpointResponse.json(400, ProxyErrors.invalidRequest(e.getMessage())));
+        }
+        long after = q.after().orElse(Long.MIN_VALUE);
+        return stateStream.await(after, q.after().isPresent() ? q.timeoutMillis() : 0)
+                .thenApply(n -> EndpointResponse.json(200, bytes(ReplicaStateBody.of(n.seq(), n.state(), JSON))));
+    }
+
+    /** Answers the parked state-stream waiters and stops the notifier's thread. */
+    public void close() {
+        stateStream.close();
     }
 
     /** Connects the data plane's counters (the proxy is built after its endpoints). */
@@ -218,6 +244,7 @@ public final class ControlEndpoints implements SidecarEndpoints {
                 .append("stitch_sync_arrival_wait_seconds ")
                 .append(SyncMetrics.number(s.awaiting() == null ? 0 : s.awaiting().waitedSeconds())).append('\n');
         worker.metrics().appendPrometheus(out);
+        worker.commitPermission().appendPrometheus(out);
         worker.fetchStats().ifPresent(f -> SyncMetrics.appendFetch(f, out));
         ProxyStats stats = proxyStats.get();
         if (stats != null) {

@@ -11,16 +11,24 @@ import java.util.concurrent.Executor;
  */
 final class ControlPlaneCall {
 
+    /** The state stream's route name (sidecar-http.md §5.1). */
+    static final String STATE_STREAM = "stitch/state";
+
     private ControlPlaneCall() {
     }
 
     /**
      * Starts the call for {@code route}, one of {@link ProxyServer#SIDECAR_ROUTES}.
      *
+     * @param query the request target's query string, or null
      * @param body the request body, handed to {@code rpc_sync_from_bulletin_board} only
      */
-    static CompletableFuture<EndpointResponse> call(SidecarEndpoints endpoints, String route, byte[] body,
-                                                    Executor executor) {
+    static CompletableFuture<EndpointResponse> call(SidecarEndpoints endpoints, String route, String query,
+                                                    byte[] body, Executor executor) {
+        if (route.equals(STATE_STREAM)) {
+            // A long poll parks no thread: the control plane completes the future when the state changes.
+            return endpoints.stateStream(query);
+        }
         return CompletableFuture.supplyAsync(() -> switch (route) {
             case "health" -> endpoints.health();
             case "server_info" -> endpoints.serverInfo();

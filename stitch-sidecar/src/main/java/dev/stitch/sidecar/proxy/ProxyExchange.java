@@ -210,7 +210,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
             finish(refusal.response());
             return;
         }
-        ControlPlaneCall.call(cx.endpoints, name, body, cx.endpointExecutor)
+        ControlPlaneCall.call(cx.endpoints, name, queryOf(uri), body, cx.endpointExecutor)
                 .whenComplete((resp, err) -> ctx.executor().execute(() -> {
                     if (phase == Phase.DONE) {
                         return;
@@ -222,6 +222,11 @@ final class ProxyExchange implements UpstreamPool.Listener {
                     }
                     finish(ProxyMessages.endpointResponse(resp));
                 }));
+    }
+
+    private static String queryOf(String target) {
+        int q = target.indexOf('?');
+        return q < 0 ? null : target.substring(q + 1);
     }
 
     /** Sends the (rewritten) request to the engine on a pooled connection. */

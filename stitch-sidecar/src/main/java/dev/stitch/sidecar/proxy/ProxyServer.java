@@ -41,7 +41,8 @@ public final class ProxyServer implements AutoCloseable {
 
     /** Routes answered by the control plane, never proxied and never gated. */
     public static final Set<String> SIDECAR_ROUTES = Set.of(
-            "health", "server_info", "get_weight_version", "rpc_sync_from_bulletin_board", "wake", "metrics");
+            "health", "server_info", "get_weight_version", "rpc_sync_from_bulletin_board", "wake", "metrics",
+            "stitch/state");
 
     /** Routes that would let a client change the engine's weights or scheduling: 403 for any method. */
     public static final Set<String> BLOCKED_ROUTES = Set.of(

@@ -24,6 +24,18 @@ public interface SidecarEndpoints {
     /** {@code GET /metrics}: Prometheus text, including the data plane's counters from {@code proxyStats}. */
     EndpointResponse metrics();
 
+    /**
+     * {@code GET /stitch/state?after=&timeout_ms=}: the state stream for routers (sidecar-http.md §5.1). The
+     * future may complete much later (a long poll) and on any thread; the caller must not wait for it.
+     *
+     * @param query the raw query string, or null
+     */
+    default java.util.concurrent.CompletableFuture<EndpointResponse> stateStream(String query) {
+        return java.util.concurrent.CompletableFuture.completedFuture(EndpointResponse.json(404,
+                "{\"error\":{\"type\":\"NotFound\",\"message\":\"no state stream\"}}"
+                        .getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+    }
+
     /** Called by the data plane for every 409 NotReady, with the target version as the wake hint. */
     void notReady(long targetVersion);
 
