@@ -10,12 +10,7 @@ import dev.stitch.cli.StitchCli;
 import dev.stitch.refengine.ReferenceEngine;
 import dev.stitch.sync.SyncMetrics;
 import dev.stitch.sync.SyncState;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -116,16 +111,7 @@ class PublishNotifyTest {
     }
 
     private static Run cli(String... args) {
-        CommandLine cl = StitchCli.commandLine();
-        StringWriter err = new StringWriter();
-        cl.setErr(new PrintWriter(err));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            return new Run(cl.execute(args), out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+        dev.stitch.cli.CliRun.Result r = dev.stitch.cli.CliRun.run(args);
+        return new Run(r.code(), r.out(), r.err());
     }
 }

@@ -11,11 +11,6 @@ import dev.stitch.refengine.ReferenceEngine;
 import dev.stitch.s3.testing.S3ProxyProcess;
 import dev.stitch.testing.DirectoryHttpServer;
 import dev.stitch.sync.SyncState;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -169,17 +164,8 @@ class RemoteBoardSidecarTest {
     }
 
     private static Run cliLocal(String... args) {
-        CommandLine cl = StitchCli.commandLine();
-        StringWriter err = new StringWriter();
-        cl.setErr(new PrintWriter(err));
-        PrintStream saved = System.out;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-        try {
-            return new Run(cl.execute(args), out.toString(StandardCharsets.UTF_8), err.toString());
-        } finally {
-            System.setOut(saved);
-        }
+        dev.stitch.cli.CliRun.Result r = dev.stitch.cli.CliRun.run(args);
+        return new Run(r.code(), r.out(), r.err());
     }
 
     private static void okLocal(Run r) {
