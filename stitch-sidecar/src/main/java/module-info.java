@@ -25,6 +25,7 @@ module dev.stitch.sidecar {
     exports dev.stitch.engine;
     exports dev.stitch.fanout;
     exports dev.stitch.refengine;
+    exports dev.stitch.router;
     exports dev.stitch.rehearsal;
     exports dev.stitch.sidecar;
     exports dev.stitch.sidecar.proxy;
