@@ -43,5 +43,6 @@ module dev.stitch.sidecar {
             dev.stitch.cli.SidecarCommand,
             dev.stitch.cli.RefEngineCommand,
             dev.stitch.cli.DoctorCommand,
-            dev.stitch.cli.FanOutCommand;
+            dev.stitch.cli.FanOutCommand,
+            dev.stitch.cli.RouterCommand;
 }
