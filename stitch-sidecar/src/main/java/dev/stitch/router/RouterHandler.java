@@ -25,10 +25,14 @@ import java.util.Map;
  * The Netty end of one client connection. The aggregated request is copied out of Netty's buffers and handed to
  * a virtual thread, because choosing a replica is cheap but forwarding blocks on the sidecar; the answer comes
  * back through {@link Reply}, which writes on the channel. Requests on one connection are answered in order
- * because the next one is not read until the reply ended (auto-read is off while a request is open).
+ * because the next one is not started until the reply ended (auto-read is off while a request is open, and
+ * pipelined requests already decoded wait in {@code pending}).
  */
 final class RouterHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private final RouterRoutes routes;
+    /** Event-loop state: a request is being answered, and the pipelined ones behind it. */
+    private boolean busy;
+    private final java.util.ArrayDeque<Runnable> pending = new java.util.ArrayDeque<>();
 
     RouterHandler(RouterRoutes routes) {
         this.routes = routes;
@@ -48,15 +52,35 @@ final class RouterHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         byte[] body = new byte[msg.content().readableBytes()];
         msg.content().getBytes(msg.content().readerIndex(), body);
         Request request = new Request(msg.method().name(), msg.uri(), msg.headers().copy(), body);
-        Reply reply = new Reply(ctx, HttpUtil.isKeepAlive(msg));
+        Reply reply = new Reply(ctx, HttpUtil.isKeepAlive(msg), () -> next(ctx));
         ctx.channel().config().setAutoRead(false);
-        Thread.ofVirtual().name("stitch-router-request").start(() -> {
+        Runnable task = () -> Thread.ofVirtual().name("stitch-router-request").start(() -> {
             try {
                 routes.handle(request, reply);
             } catch (RuntimeException e) {
                 reply.abort();
             }
         });
+        // Pipelined requests already in the read buffer decode even with auto-read off: they wait their turn so
+        // responses leave in request order.
+        if (busy) {
+            pending.add(task);
+        } else {
+            busy = true;
+            task.run();
+        }
+    }
+
+    /** Runs on the event loop once a response has been written. */
+    private void next(ChannelHandlerContext ctx) {
+        Runnable task = pending.poll();
+        if (task != null) {
+            task.run();
+            return;
+        }
+        busy = false;
+        ctx.channel().config().setAutoRead(true);
+        ctx.read();
     }
 
     @Override
@@ -68,10 +92,12 @@ final class RouterHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     static final class Reply {
         private final ChannelHandlerContext ctx;
         private final boolean keepAlive;
+        private final Runnable done;
 
-        Reply(ChannelHandlerContext ctx, boolean keepAlive) {
+        Reply(ChannelHandlerContext ctx, boolean keepAlive, Runnable done) {
             this.ctx = ctx;
             this.keepAlive = keepAlive;
+            this.done = done;
         }
 
         /** A complete response. */
@@ -120,10 +146,7 @@ final class RouterHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
 
         private void finish(ChannelFuture written) {
             if (keepAlive) {
-                written.addListener(f -> {
-                    ctx.channel().config().setAutoRead(true);
-                    ctx.read();
-                });
+                written.addListener(f -> done.run());
             } else {
                 written.addListener(ChannelFutureListener.CLOSE);
             }

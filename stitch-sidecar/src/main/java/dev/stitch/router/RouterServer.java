@@ -71,7 +71,13 @@ public final class RouterServer implements AutoCloseable {
         for (String r : config.replicas()) {
             fleet.add(r);
         }
-        this.replicasFile = config.replicasFile() == null ? null : new ReplicasFile(config.replicasFile(), fleet, 1_000);
+        try {
+            this.replicasFile = config.replicasFile() == null ? null : new ReplicasFile(config.replicasFile(), fleet, 1_000);
+        } catch (IOException | RuntimeException e) {
+            // the members already added have pollers running
+            poller.close();
+            throw e;
+        }
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(Duration.ofSeconds(2)).build();
         RouterRoutes routes = new RouterRoutes(fleet, config.rolling(), metrics, new SessionTable(config.sessionCapacity()),
