@@ -264,4 +264,18 @@ class RouterServerTest {
         String fleet = send("GET", "/fleet", null).body();
         assertTrue(fleet.contains("\"url\":\"" + c + "\",\"version\":1,\"lag\":1,\"state\":\"serving\",\"load\":0"), fleet);
     }
+
+    @Test
+    void pipelinedRequestsAreAnsweredInOrder() throws Exception {
+        start(1, 1);
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", router.address().getPort())) {
+            String twoRequests = "GET /list_workers HTTP/1.1\r\nHost: r\r\n\r\n"
+                    + "GET /metrics HTTP/1.1\r\nHost: r\r\nConnection: close\r\n\r\n";
+            socket.getOutputStream().write(twoRequests.getBytes(StandardCharsets.US_ASCII));
+            String both = new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            int workers = both.indexOf("{\"urls\":[");
+            int metrics = both.indexOf("stitch_router_routed_total");
+            assertTrue(workers > 0 && metrics > workers, both);
+        }
+    }
 }
