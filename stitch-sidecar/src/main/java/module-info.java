@@ -25,6 +25,7 @@ module dev.stitch.sidecar {
     exports dev.stitch.engine;
     exports dev.stitch.fanout;
     exports dev.stitch.refengine;
+    exports dev.stitch.router;
     exports dev.stitch.rehearsal;
     exports dev.stitch.sidecar;
     exports dev.stitch.sidecar.proxy;
@@ -42,5 +43,6 @@ module dev.stitch.sidecar {
             dev.stitch.cli.SidecarCommand,
             dev.stitch.cli.RefEngineCommand,
             dev.stitch.cli.DoctorCommand,
-            dev.stitch.cli.FanOutCommand;
+            dev.stitch.cli.FanOutCommand,
+            dev.stitch.cli.RouterCommand;
 }

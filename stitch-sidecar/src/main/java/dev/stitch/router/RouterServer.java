@@ -1,0 +1,151 @@
+package dev.stitch.router;
+
+import dev.stitch.sidecar.proxy.EventLoops;
+import dev.stitch.sidecar.proxy.RequestConstraint;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpServerCodec;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.http.HttpClient;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * {@code stitch router}: a Netty HTTP front that sends each request to a replica whose sidecar can serve its
+ * {@code weight_version} constraint now (docs/protocol/router.md). The sidecar behind still admits and stamps;
+ * the router only chooses, so a stale view costs a sidecar 409 (answered by one re-route), never a wrong version.
+ */
+public final class RouterServer implements AutoCloseable {
+
+    /**
+     * Settings.
+     *
+     * @param host             the address to bind
+     * @param port             the port to bind; 0 picks a free one
+     * @param replicas         the initial members
+     * @param replicasFile     a file of members, re-read on change, or null
+     * @param versionedRoutes  the routes the sidecars gate (their {@code versioned_routes})
+     * @param maxBodyBytes     the largest request body the router reads
+     * @param upstreamTimeout  how long to wait for a sidecar's response head
+     * @param longPollMs       the {@code timeout_ms} of each state poll
+     * @param pollRetryMs      the pause after a failed state poll
+     * @param sessionCapacity  how many session keys affinity remembers
+     * @param rolling          the rolling-update policy answering commit permission
+     */
+    public record Config(String host, int port, List<String> replicas, Path replicasFile, Set<String> versionedRoutes,
+                         long maxBodyBytes, Duration upstreamTimeout, long longPollMs, long pollRetryMs,
+                         int sessionCapacity, RollingUpdatePolicy rolling) {
+        public Config {
+            Objects.requireNonNull(host, "host");
+            replicas = List.copyOf(replicas);
+            versionedRoutes = Set.copyOf(versionedRoutes);
+            Objects.requireNonNull(rolling, "rolling");
+            if (maxBodyBytes < 1 || maxBodyBytes > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("maxBodyBytes must be 1..2^31-1");
+            }
+        }
+    }
+
+    private final Fleet fleet;
+    private final ReplicaStatePoller poller;
+    private final ReplicasFile replicasFile;
+    private final RouterMetrics metrics = new RouterMetrics();
+    private final EventLoopGroup boss;
+    private final EventLoopGroup workers;
+    private final Channel channel;
+    private final Object changed = new Object();
+    private long changes;
+
+    public RouterServer(Config config) throws IOException, InterruptedException {
+        this.poller = new ReplicaStatePoller(config.longPollMs(), config.pollRetryMs());
+        this.fleet = new Fleet(poller::start, poller::stop);
+        poller.attach(fleet, this::signalChange);
+        for (String r : config.replicas()) {
+            fleet.add(r);
+        }
+        try {
+            this.replicasFile = config.replicasFile() == null ? null : new ReplicasFile(config.replicasFile(), fleet, 1_000);
+        } catch (IOException | RuntimeException e) {
+            // the members already added have pollers running
+            poller.close();
+            throw e;
+        }
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(2)).build();
+        RouterRoutes routes = new RouterRoutes(fleet, config.rolling(), metrics, new SessionTable(config.sessionCapacity()),
+                new RequestConstraint(config.versionedRoutes()), http, config.upstreamTimeout());
+        this.boss = EventLoops.group(1, "stitch-router-accept");
+        this.workers = EventLoops.group(2, "stitch-router-io");
+        try {
+            this.channel = new ServerBootstrap().group(boss, workers).channel(EventLoops.serverChannel())
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            ch.pipeline().addLast(new HttpServerCodec(),
+                                    new HttpObjectAggregator((int) config.maxBodyBytes()), new RouterHandler(routes));
+                        }
+                    })
+                    .bind(config.host(), config.port()).sync().channel();
+        } catch (RuntimeException | InterruptedException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** The bound address. */
+    public InetSocketAddress address() {
+        return (InetSocketAddress) channel.localAddress();
+    }
+
+    public Fleet fleet() {
+        return fleet;
+    }
+
+    public RouterMetrics metrics() {
+        return metrics;
+    }
+
+    private void signalChange() {
+        synchronized (changed) {
+            changes++;
+            changed.notifyAll();
+        }
+    }
+
+    /**
+     * Blocks until the fleet's views satisfy {@code condition}, re-checking after every state answer; for tests
+     * and tools that must act on what the router knows rather than on a guess of time.
+     */
+    public void awaitFleet(java.util.function.Predicate<List<ReplicaView>> condition) throws InterruptedException {
+        synchronized (changed) {
+            while (!condition.test(fleet.snapshot())) {
+                changed.wait(1_000);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        if (replicasFile != null) {
+            replicasFile.close();
+        }
+        poller.close();
+        if (channel != null) {
+            channel.close().syncUninterruptibly();
+        }
+        if (boss != null) {
+            boss.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        if (workers != null) {
+            workers.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+}
