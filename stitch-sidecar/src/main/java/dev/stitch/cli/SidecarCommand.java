@@ -220,7 +220,8 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
     Path routerTokenFile;
 
     @Option(names = "--replica-id", defaultValue = "${env:STITCH_REPLICA_ID}", paramLabel = "ID",
-            description = "This replica's id in commit-permission questions (default HOST:PORT of --host and --port).")
+            description = "This replica's id in commit-permission questions: the URL the router knows it by "
+                    + "(default http://HOST:PORT of --host and --port).")
     String replicaId;
 
     @Option(names = "--control-refresh-rate", defaultValue = "${env:STITCH_CONTROL_REFRESH_RATE:-5}",
@@ -401,7 +402,8 @@ public final class SidecarCommand implements Callable<Integer>, StitchSubcommand
             }
         }
         String id = blankToNull(replicaId);
-        return new RouterLink(routerUrl, token, id == null ? host + ":" + port : id, RouterLink.DEFAULT_TIMEOUT);
+        // the router knows its replicas by URL (docs/protocol/router.md §4), so the default id is this sidecar's URL
+        return new RouterLink(routerUrl, token, id == null ? "http://" + host + ":" + port : id, RouterLink.DEFAULT_TIMEOUT);
     }
 
     private String controlToken() {

@@ -11,8 +11,10 @@ import java.util.Objects;
  * <ul>
  *   <li>{@code --max-committing}: at most that many replicas commit at the same time, so the rest keep serving;</li>
  *   <li>{@code --hold-previous K}: while requests pinned to the version being replaced are in flight anywhere,
- *       K replicas other than the asking one stay on it, so a retried or follow-up pinned request still finds
- *       a replica that serves it instead of a 409 {@code WeightVersionTooOld}.</li>
+ *       or the router routed one within the last {@link #DEMAND_WINDOW_MS}, K replicas other than the asking one
+ *       stay on it, so a retried or follow-up pinned request still finds a replica that serves it instead of a
+ *       409 {@code WeightVersionTooOld}. The window matters because short requests are rarely caught in flight by
+ *       a state answer, while an agent's next turn pinned to the same version is seconds away.</li>
  * </ul>
  * A grant counts as committing from the moment it is given until the replica's state shows the new version
  * (or the grant is older than {@code grantLeaseMs}, which covers a sidecar that died after asking): between the
@@ -26,6 +28,11 @@ public final class RollingUpdatePolicy {
     private final long grantLeaseMs;
     /** replica URL → the grant: target version and when it was given. */
     private final Map<String, Grant> grants = new HashMap<>();
+    /** exact-pinned version → when the router last routed a request pinned to it. */
+    private final Map<Long, Long> pinnedDemand = new HashMap<>();
+
+    /** How long a routed exact pin counts as demand for its version. */
+    public static final long DEMAND_WINDOW_MS = 2_000;
 
     private record Grant(long to, long atMs) {
     }
@@ -73,12 +80,22 @@ public final class RollingUpdatePolicy {
                     stayingOnFrom++;
                 }
             }
-            if (pinnedToFrom > 0 && stayingOnFrom < holdPrevious) {
+            Long lastPinned = pinnedDemand.get(from);
+            boolean recentDemand = lastPinned != null && nowMs - lastPinned < DEMAND_WINDOW_MS;
+            if ((pinnedToFrom > 0 || recentDemand) && stayingOnFrom < holdPrevious) {
                 return new CommitPermission.Denied(retryAfterMs, "hold_previous");
             }
         }
         grants.put(replica, new Grant(to, nowMs));
         return new CommitPermission.Granted();
+    }
+
+    /** The router routed a request pinned exactly to {@code version} at {@code nowMs}. */
+    public synchronized void pinnedRouted(long version, long nowMs) {
+        pinnedDemand.put(version, nowMs);
+        if (pinnedDemand.size() > 64) {
+            pinnedDemand.values().removeIf(at -> nowMs - at > DEMAND_WINDOW_MS);
+        }
     }
 
     /** Replicas holding a grant that has not yet shown up as served, for {@code /fleet}. */

@@ -79,6 +79,9 @@ final class RouterRoutes {
             return;
         }
         RequestConstraint.Route routeBy = (RequestConstraint.Route) reading;
+        if (routeBy.constraint() != null && routeBy.constraint().isExact()) {
+            rolling.pinnedRouted(routeBy.constraint().target(), System.currentTimeMillis());
+        }
         String session = req.headers().get(SESSION_HEADER);
         Set<String> excluded = new HashSet<>();
         for (int attempt = 0; ; attempt++) {
@@ -206,7 +209,9 @@ final class RouterRoutes {
                     || !n.path("to").canConvertToLong()) {
                 throw new IOException("expected {\"replica\": <url>, \"from\": <int>, \"to\": <int>}");
             }
-            replica = Fleet.normalise(n.path("replica").textValue());
+            String named = n.path("replica").textValue();
+            // a sidecar may name itself host:port; members are URLs
+            replica = Fleet.normalise(named.contains("://") ? named : "http://" + named);
             from = n.path("from").asLong();
             to = n.path("to").asLong();
         } catch (IOException | IllegalArgumentException e) {

@@ -110,4 +110,15 @@ class RollingUpdatePolicyTest {
         assertThrows(IllegalArgumentException.class, () -> new RollingUpdatePolicy(CommitLimit.parse("1"), 0, 0, 1));
         assertThrows(IllegalArgumentException.class, () -> new CommitLimit(1, 10));
     }
+
+    @Test
+    void recentlyRoutedPinsHoldThePreviousVersionEvenWhenNoneIsInFlightRightNow() {
+        RollingUpdatePolicy p = new RollingUpdatePolicy(CommitLimit.parse("1"), 1, 100, 60_000);
+        List<ReplicaView> fleet = List.of(serving("a", 2, Map.of()), serving("b", 1, Map.of()));
+        p.pinnedRouted(1, 1_000);
+        assertEquals("hold_previous", denial(p.decide(fleet, "b", 1, 2, 1_500)));
+        // once the demand is older than the window, the last replica on 1 may move on
+        assertInstanceOf(CommitPermission.Granted.class,
+                p.decide(fleet, "b", 1, 2, 1_000 + RollingUpdatePolicy.DEMAND_WINDOW_MS));
+    }
 }

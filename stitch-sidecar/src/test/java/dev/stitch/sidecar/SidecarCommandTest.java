@@ -186,7 +186,7 @@ class SidecarCommandTest {
         SidecarConfig c = parse(concat(base, "--router", "http://router:7000", "--router-token-file", token.toString()));
         assertEquals(java.net.URI.create("http://router:7000"), c.router().url());
         assertEquals("t0k", c.router().token());
-        assertEquals("127.0.0.1:9001", c.router().replicaId());
+        assertEquals("http://127.0.0.1:9001", c.router().replicaId());
         assertEquals("r-7", parse(concat(base, "--router", "http://router:7000", "--replica-id", "r-7")).router().replicaId());
         assertThrows(CliFailure.class, () -> parse(concat(base, "--router", "router-without-scheme")));
         assertThrows(CliFailure.class, () -> parse(concat(base, "--router-token-file", token.toString())));
