@@ -1,137 +1,303 @@
 package dev.stitch.bench.router;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
-import dev.stitch.router.CommitLimit;
-import dev.stitch.router.RollingUpdatePolicy;
-import dev.stitch.router.RouterServer;
-import dev.stitch.sidecar.proxy.ProxyServer;
+import dev.stitch.bench.ScratchDirectories;
+import dev.stitch.cli.ByteSize;
+import dev.stitch.cli.CliFailure;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code stitch bench router}: how many requests pinned to a version that some replica serves at that moment
- * still get a 409, sent straight to replicas in turn versus through the router (docs/protocol/router.md §2),
- * while a rolling update moves the fleet one replica at a time. Replicas are {@link SimulatedReplica}s, so the
- * figure measures routing alone, not engines.
+ * {@code stitch bench router} (docs/protocol/router.md §6): real replicas (reference engine + sidecar) behind
+ * {@code stitch router}, run as its own process so its CPU can be measured. Phase one rolls {@code --versions}
+ * updates across the fleet under pinned "trajectories" sent both through the router and straight to the
+ * replicas in turn, and counts 409s among requests pinned to a version some replica served when they were
+ * sent. Phase two measures the router's added latency and CPU per request at {@code --rps}.
  */
 @Command(name = "router", mixinStandardHelpOptions = true,
-        description = "409 rate of satisfiable exact-pinned requests during a rolling update: direct round-robin vs the "
-                + "version-aware router, over simulated replicas.")
+        description = {"Version-aware router: 409 rate of satisfiable pinned requests during rolling updates, through the "
+                + "router vs spread directly over the replicas, mislabeled answers (must be 0), requests served on the "
+                + "held previous version, and the router's added p50/p99 and CPU per request at a fixed rate.",
+            "Replicas are reference engines with sidecars in host mode (this process); the router is a child process "
+                + "(stitch router --max-committing 1 --hold-previous 1)."})
 public final class RouterBenchCommand implements BenchSubcommand, Runnable {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final double WARMUP_S = 3;
 
     @Option(names = "--replicas", defaultValue = "4", paramLabel = "N", description = "Replicas (default ${DEFAULT-VALUE}).")
-    int replicaCount;
+    int replicas;
 
-    @Option(names = "--versions", defaultValue = "4", paramLabel = "V",
-            description = "The update rolls from version 1 to V (default ${DEFAULT-VALUE}).")
+    @Option(names = "--versions", defaultValue = "3", paramLabel = "K", description = "Rolling updates (default ${DEFAULT-VALUE}).")
     int versions;
 
-    @Option(names = "--requests-per-step", defaultValue = "100", paramLabel = "R",
-            description = "Requests per path between two steps of the update (default ${DEFAULT-VALUE}).")
-    int perStep;
+    @Option(names = "--clients", defaultValue = "4", paramLabel = "C",
+            description = "Pinned clients per path during the updates (default ${DEFAULT-VALUE}).")
+    int clients;
+
+    @Option(names = "--trajectory-s", defaultValue = "1", paramLabel = "S",
+            description = "How long a client keeps pinning the version it started on (default ${DEFAULT-VALUE}).")
+    double trajectoryS;
+
+    @Option(names = "--rps", defaultValue = "1000", paramLabel = "R", description = "Rate of the overhead phase (default ${DEFAULT-VALUE}).")
+    int rps;
+
+    @Option(names = "--duration-s", defaultValue = "8", paramLabel = "S", description = "Overhead phase length per path (default ${DEFAULT-VALUE}).")
+    double durationS;
+
+    @Option(names = "--model-size", defaultValue = "8m", paramLabel = "SIZE", converter = ByteSize.class,
+            description = "Synthetic model size (default ${DEFAULT-VALUE}).")
+    long modelSize;
 
     @Option(names = "--json", paramLabel = "FILE", description = "Also write {\"benchmark\": \"router\", \"results\": [...]} to FILE.")
     Path json;
 
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).build();
+
     @Override
     public void run() {
-        if (replicaCount < 2 || versions < 2 || perStep < 1) {
-            throw new IllegalArgumentException("--replicas and --versions must be >= 2, --requests-per-step >= 1");
+        if (replicas < 2 || versions < 1 || clients < 1 || rps < 1 || !(durationS > 0) || !(trajectoryS > 0)) {
+            throw new CliFailure("--replicas >= 2; --versions, --clients, --rps, --duration-s, --trajectory-s positive", 2);
         }
-        List<SimulatedReplica> replicas = new ArrayList<>();
-        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-        long[] direct = new long[2];
-        long[] routed = new long[2];
+        BenchResults results = new BenchResults("router");
+        Path work;
         try {
-            List<String> urls = new ArrayList<>();
-            for (int i = 0; i < replicaCount; i++) {
-                SimulatedReplica r = new SimulatedReplica(1);
-                replicas.add(r);
-                urls.add(r.url());
-            }
-            // Simulated replicas never ask for commit permission; the router still needs a policy to answer with.
-            RollingUpdatePolicy rolling = new RollingUpdatePolicy(CommitLimit.parse("1"), 0, 500, 120_000);
-            try (RouterServer router = new RouterServer(new RouterServer.Config("127.0.0.1", 0, urls, null,
-                    ProxyServer.DEFAULT_VERSIONED_ROUTES, 1 << 20, Duration.ofSeconds(30), 30_000, 100, 10_000,
-                    rolling))) {
-                router.awaitFleet(f -> f.stream().allMatch(v -> v.routable()));
-                String front = "http://127.0.0.1:" + router.address().getPort();
-                int turn = 0;
-                for (long v = 2; v <= versions; v++) {
-                    for (SimulatedReplica r : replicas) {
-                        r.beginCommit(v);
-                        turn = step(http, replicas, front, direct, routed, turn);
-                        r.finishCommit(v);
-                        turn = step(http, replicas, front, direct, routed, turn);
-                    }
-                }
-                BenchResults results = new BenchResults("router");
-                row(results, "direct_round_robin", direct, 0);
-                row(results, "router", routed, router.metrics().reroutedTotal());
-                System.out.println("rolling update 1 -> " + versions + " over " + replicaCount
-                        + " simulated replicas; every request pins a version some replica serves at that moment");
-                results.printTable(System.out, "path", "requests", "conflicts_409", "conflict_rate", "rerouted");
-                if (json != null) {
-                    results.writeJson(json);
-                }
-            }
+            work = Files.createTempDirectory("stitch-bench-router");
         } catch (IOException e) {
-            throw new IllegalStateException("router bench failed: " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            throw new CliFailure("cannot create a scratch directory: " + e.getMessage());
+        }
+        try (RouterFleet fleet = new RouterFleet(work, modelSize, replicas);
+             RouterProcess router = RouterProcess.start(fleet.urls(), work.resolve("router.log"))) {
+            fleet.start(router.url(), work);
+            fleet.awaitAll(0, Duration.ofSeconds(60));
+            fleet.digests().put(0L, "");
+            fleet.awaitAll(fleet.publish(), Duration.ofSeconds(60));
+            router.awaitReplicas(replicas, http);
+            measure(fleet, router, results);
+        } catch (IOException | InterruptedException e) {
+            throw new CliFailure("bench router: " + e.getMessage());
         } finally {
-            replicas.forEach(SimulatedReplica::close);
+            ScratchDirectories.deleteQuietly(work, "bench router");
+        }
+        results.printTable(System.out, "phase", "path", "requests", "satisfiable", "conflicts_409", "rate_409", "mislabeled",
+                "p50_ms", "p99_ms");
+        if (json != null) {
+            results.writeJson(json);
         }
     }
 
-    /** {@code perStep} requests on each path, each pinned to one of the versions served right now, in turn. */
-    private int step(HttpClient http, List<SimulatedReplica> replicas, String front, long[] direct, long[] routed, int turn)
+    private void measure(RouterFleet fleet, RouterProcess router, BenchResults results)
             throws IOException, InterruptedException {
-        TreeSet<Long> served = new TreeSet<>();
-        for (SimulatedReplica r : replicas) {
-            served.add(r.served());
+        URI routerUrl = router.url();
+        PinnedTally viaRouter = new PinnedTally();
+        PinnedTally direct = new PinnedTally();
+        AtomicBoolean running = new AtomicBoolean(true);
+        AtomicInteger next = new AtomicInteger();
+        List<Thread> threads = new ArrayList<>();
+        for (int c = 0; c < clients; c++) {
+            threads.add(Thread.ofVirtual().start(() -> trajectories(fleet, running, viaRouter, () -> routerUrl)));
+            threads.add(Thread.ofVirtual().start(() -> trajectories(fleet, running, direct,
+                    () -> URI.create(fleet.urls().get(Math.floorMod(next.getAndIncrement(), fleet.urls().size()))))));
         }
-        List<Long> pins = new ArrayList<>(served);
-        for (int i = 0; i < perStep; i++, turn++) {
-            long pin = pins.get(turn % pins.size());
-            count(direct, send(http, replicas.get(turn % replicas.size()).url(), pin));
-            count(routed, send(http, front, pin));
+        for (int k = 0; k < versions; k++) {
+            long v = fleet.publish();
+            fleet.awaitAll(v, Duration.ofMinutes(3));
+            System.out.printf(Locale.ROOT, "rolled version %d across %d replicas%n", v, replicas);
         }
-        return turn;
+        running.set(false);
+        for (Thread t : threads) {
+            t.join();
+        }
+        pinnedRow(results, "router", viaRouter);
+        pinnedRow(results, "direct", direct);
+
+        // both paths warm up first: the router is a fresh JVM, and its JIT work is not a per-request cost
+        paced(i -> URI.create(fleet.urls().get(i % fleet.urls().size())), WARMUP_S);
+        paced(i -> routerUrl, WARMUP_S);
+        List<Long> directLatency = paced(i -> URI.create(fleet.urls().get(i % fleet.urls().size())), durationS);
+        long cpu0 = router.cpuNanos();
+        long t0 = System.nanoTime();
+        List<Long> routerLatency = paced(i -> routerUrl, durationS);
+        double routerSeconds = (System.nanoTime() - t0) / 1e9;
+        long routerCpu = router.cpuNanos() - cpu0;
+        TimeUnit.MILLISECONDS.sleep((long) (routerSeconds * 1000));
+        long idleCpu = router.cpuNanos() - cpu0 - routerCpu;
+        latencyRow(results, "direct", directLatency);
+        latencyRow(results, "router", routerLatency);
+
+        Map<String, Object> s = results.row();
+        s.put("phase", "summary");
+        s.put("replicas", replicas);
+        s.put("router_409_rate", round(viaRouter.rate()));
+        s.put("direct_409_rate", round(direct.rate()));
+        s.put("mislabeled", viaRouter.mislabeled.get() + direct.mislabeled.get());
+        s.put("held_previous_served", viaRouter.heldPrevious.get());
+        s.put("rps", rps);
+        s.put("router_added_p50_ms", round(percentile(routerLatency, 0.5) - percentile(directLatency, 0.5)));
+        s.put("router_added_p99_ms", round(percentile(routerLatency, 0.99) - percentile(directLatency, 0.99)));
+        s.put("router_cpu_ms_per_request", round(Math.max(0, routerCpu - idleCpu) / 1e6 / Math.max(1, routerLatency.size())));
+        System.out.printf(Locale.ROOT, "409s among satisfiable pins: router %.4f, direct %.4f; held previous served %d; "
+                        + "router adds p99 %.3f ms at %d rps, %.4f ms CPU per request; mislabeled %d%n",
+                viaRouter.rate(), direct.rate(), viaRouter.heldPrevious.get(), (double) s.get("router_added_p99_ms"), rps,
+                (double) s.get("router_cpu_ms_per_request"), (long) s.get("mislabeled"));
     }
 
-    private static int send(HttpClient http, String base, long pin) throws IOException, InterruptedException {
-        HttpRequest req = HttpRequest.newBuilder(URI.create(base + "/generate"))
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString("{\"text\":\"hi\",\"weight_version\":{\"exact_version\":" + pin + "}}"))
-                .build();
-        return http.send(req, HttpResponse.BodyHandlers.discarding()).statusCode();
-    }
-
-    private static void count(long[] tally, int status) {
-        tally[0]++;
-        if (status == 409) {
-            tally[1]++;
+    /** Agentic traffic: pin the newest served version for one trajectory, then start over. */
+    private void trajectories(RouterFleet fleet, AtomicBoolean running, PinnedTally tally, java.util.function.Supplier<URI> target) {
+        while (running.get()) {
+            long pinned = fleet.served().last();
+            long end = System.nanoTime() + (long) (trajectoryS * 1e9);
+            while (running.get() && System.nanoTime() < end) {
+                TreeSet<Long> served = fleet.served();
+                boolean satisfiable = served.contains(pinned);
+                try {
+                    HttpResponse<String> r = http.send(generate(target.get(), pinned), HttpResponse.BodyHandlers.ofString());
+                    tally.count(r, pinned, satisfiable, served.last(), fleet.digests());
+                } catch (IOException e) {
+                    tally.errors.incrementAndGet();
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
         }
     }
 
-    private static void row(BenchResults results, String path, long[] tally, long rerouted) {
-        var row = results.row();
+    private static HttpRequest generate(URI base, long pinned) {
+        String constraint = pinned < 0 ? "" : ", \"weight_version\": {\"exact_version\": " + pinned + "}";
+        return HttpRequest.newBuilder(base.resolve("/generate")).timeout(Duration.ofSeconds(30))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"text\": \"bench\", \"sampling_params\": {\"max_new_tokens\": 1}"
+                        + constraint + "}")).build();
+    }
+
+    /** Open-loop requests at {@code --rps} for {@code --duration-s}; latency from each scheduled send time. */
+    private List<Long> paced(java.util.function.IntFunction<URI> target, double seconds) throws InterruptedException {
+        int total = (int) (rps * seconds);
+        List<Long> latencies = Collections.synchronizedList(new ArrayList<>(total));
+        AtomicLong failed = new AtomicLong();
+        long start = System.nanoTime();
+        List<Thread> inFlight = new ArrayList<>();
+        for (int i = 0; i < total; i++) {
+            long at = start + (long) (i * 1e9 / rps);
+            long wait = at - System.nanoTime();
+            if (wait > 0) {
+                TimeUnit.NANOSECONDS.sleep(wait);
+            }
+            URI t = target.apply(i);
+            inFlight.add(Thread.ofVirtual().start(() -> {
+                try {
+                    HttpResponse<Void> r = http.send(generate(t, -1), HttpResponse.BodyHandlers.discarding());
+                    if (r.statusCode() == 200) {
+                        latencies.add(System.nanoTime() - at);
+                    } else {
+                        failed.incrementAndGet();
+                    }
+                } catch (IOException | InterruptedException e) {
+                    failed.incrementAndGet();
+                }
+            }));
+        }
+        for (Thread t : inFlight) {
+            t.join();
+        }
+        if (failed.get() > 0) {
+            System.out.println(failed.get() + " of " + total + " paced requests failed");
+        }
+        return latencies;
+    }
+
+    private static void pinnedRow(BenchResults results, String path, PinnedTally t) {
+        Map<String, Object> row = results.row();
+        row.put("phase", "rolling");
         row.put("path", path);
-        row.put("requests", tally[0]);
-        row.put("conflicts_409", tally[1]);
-        row.put("conflict_rate", String.format("%.4f", tally[1] / (double) tally[0]));
-        row.put("rerouted", rerouted);
+        row.put("requests", t.requests.get());
+        row.put("satisfiable", t.satisfiable.get());
+        row.put("conflicts_409", t.conflicts.get());
+        row.put("rate_409", round(t.rate()));
+        row.put("mislabeled", t.mislabeled.get());
+    }
+
+    private static void latencyRow(BenchResults results, String path, List<Long> latencies) {
+        Map<String, Object> row = results.row();
+        row.put("phase", "overhead");
+        row.put("path", path);
+        row.put("requests", latencies.size());
+        row.put("p50_ms", round(percentile(latencies, 0.5)));
+        row.put("p99_ms", round(percentile(latencies, 0.99)));
+    }
+
+    private static double percentile(List<Long> nanos, double p) {
+        List<Long> sorted;
+        synchronized (nanos) {
+            sorted = new ArrayList<>(nanos);
+        }
+        if (sorted.isEmpty()) {
+            return Double.NaN;
+        }
+        Collections.sort(sorted);
+        return sorted.get(Math.max(0, Math.min(sorted.size() - 1, (int) Math.ceil(p * sorted.size()) - 1))) / 1e6;
+    }
+
+    private static double round(double v) {
+        return Double.isNaN(v) ? v : Math.round(v * 10000) / 10000.0;
+    }
+
+    /** What pinned requests got on one path. */
+    private static final class PinnedTally {
+        final AtomicLong requests = new AtomicLong();
+        final AtomicLong satisfiable = new AtomicLong();
+        final AtomicLong conflicts = new AtomicLong();
+        final AtomicLong mislabeled = new AtomicLong();
+        final AtomicLong heldPrevious = new AtomicLong();
+        final AtomicLong errors = new AtomicLong();
+
+        void count(HttpResponse<String> r, long pinned, boolean wasSatisfiable, long newest, Map<Long, String> digests)
+                throws IOException {
+            requests.incrementAndGet();
+            if (!wasSatisfiable) {
+                return;
+            }
+            satisfiable.incrementAndGet();
+            if (r.statusCode() == 409) {
+                conflicts.incrementAndGet();
+                return;
+            }
+            if (r.statusCode() != 200) {
+                errors.incrementAndGet();
+                return;
+            }
+            long stamped = Long.parseLong(r.headers().firstValue("x-stitch-weight-version-start").orElse("-1"));
+            String expected = digests.get(stamped);
+            String actual = JSON.readTree(r.body()).path("meta_info").path("weights_digest").asText();
+            if (stamped != pinned || expected != null && !expected.isEmpty() && !expected.equals(actual)) {
+                mislabeled.incrementAndGet();
+            }
+            if (pinned < newest) {
+                heldPrevious.incrementAndGet();
+            }
+        }
+
+        double rate() {
+            return satisfiable.get() == 0 ? 0 : conflicts.get() / (double) satisfiable.get();
+        }
     }
 }

@@ -11,26 +11,30 @@ import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
 /**
- * {@code stitch bench router} runs a whole rolling update and reports both paths over the same requests. The
- * 409 counts depend on how fast the router's view follows the replicas, so only the shape and the direct path's
- * conflicts (which follow from round-robin alone) are asserted.
+ * {@code stitch bench router} end to end at a small scale: real replicas, the router as a child process, one
+ * rolling update, a short overhead phase. Only the output's keys and the invariants are asserted (no 409 among
+ * satisfiable pins through the router, nothing mislabeled); latency and CPU figures are the benchmark's job.
  */
 class RouterBenchCommandTest {
 
     @Test
-    void reportsDirectAndRoutedConflictsOverTheSameRequests(@TempDir Path dir) throws Exception {
+    void reportsTheIssuesKeysWithNoRoutedConflictAndNothingMislabeled(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("router.json");
-        int code = new CommandLine(new RouterBenchCommand()).execute("--replicas", "3", "--versions", "2",
-                "--requests-per-step", "6", "--json", json.toString());
+        int code = new CommandLine(new RouterBenchCommand()).execute("--replicas", "3", "--versions", "1", "--clients", "2",
+                "--rps", "50", "--duration-s", "1", "--model-size", "2m", "--json", json.toString());
         assertEquals(0, code);
-        JsonNode results = new ObjectMapper().readTree(json.toFile()).get("results");
-        assertEquals(2, results.size());
-        assertEquals("direct_round_robin", results.get(0).get("path").asText());
-        assertEquals("router", results.get(1).get("path").asText());
-        // 3 replicas x (commit begun, commit finished) x 6 requests per path
-        assertEquals(36, results.get(0).get("requests").asLong());
-        assertEquals(36, results.get(1).get("requests").asLong());
-        // while the fleet is split, round-robin sends some pins to the replica on the other version
-        assertTrue(results.get(0).get("conflicts_409").asLong() > 0, results.toString());
+        JsonNode summary = null;
+        for (JsonNode r : new ObjectMapper().readTree(json.toFile()).get("results")) {
+            if (r.path("phase").asText().equals("summary")) {
+                summary = r;
+            }
+        }
+        assertTrue(summary != null, "no summary row");
+        for (String key : new String[] {"router_409_rate", "direct_409_rate", "mislabeled", "router_added_p99_ms",
+                "router_cpu_ms_per_request", "held_previous_served"}) {
+            assertTrue(summary.has(key), key + " missing from " + summary);
+        }
+        assertEquals(0.0, summary.get("router_409_rate").asDouble(), summary.toString());
+        assertEquals(0, summary.get("mislabeled").asLong(), summary.toString());
     }
 }
