@@ -21,9 +21,7 @@ import dev.stitch.publish.Weights;
 import dev.stitch.publish.WeightPublisher;
 import dev.stitch.rehearsal.SyntheticModel;
 import dev.stitch.rehearsal.TrainerStep;
-import dev.stitch.tensor.TensorSpec;
 import dev.stitch.digest.WeightsDigest;
-import dev.stitch.encode.TensorData;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.URI;
@@ -107,7 +105,7 @@ final class DemoRun {
             try (EngineProcess engine = EngineProcess.start(options.childEngine(), baseDir, options.tokenLatencyMs());
                  Sidecar sidecar = startSidecar(boardDir, baseDir, localDir, work.resolve("sidecar-state"), engine);
                  WeightPublisher publisher = publisher(board, baseDir);
-                 Weights weights = weights(model)) {
+                 Weights weights = model.weights()) {
                 URI sidecarUrl = URI.create("http://127.0.0.1:" + sidecar.port());
                 awaitReady(sidecarUrl);
                 out.printf(Locale.ROOT, "sidecar ready on %s in front of the %s on %s%n", sidecarUrl, engine.describe(), engine.url());
@@ -182,7 +180,6 @@ final class DemoRun {
         out.printf(Locale.ROOT, "  kernels   %s (%s)%n", Kernels.get().implementation(), Kernels.get().isa());
     }
 
-
     /**
      * The sidecar as {@code stitch sidecar} builds it, listening on a free loopback port. Host mode gets a
      * local checkpoint copy of the base; engine mode lets the engine apply sparse_delta files itself.
@@ -216,14 +213,6 @@ final class DemoRun {
                 .metadata("trainer", "stitch demo")
                 .seedFrom(baseDir)
                 .build();
-    }
-
-    private static Weights weights(SyntheticModel model) {
-        List<TensorData> tensors = new ArrayList<>();
-        for (TensorSpec spec : model.specs()) {
-            tensors.add(new TensorData(spec, model.tensors().get(spec.name())));
-        }
-        return Weights.of(tensors);
     }
 
     private void awaitReady(URI sidecar) throws IOException, InterruptedException {
@@ -326,5 +315,4 @@ final class DemoRun {
         return http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10)).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
     }
-
 }

@@ -135,6 +135,15 @@ public final class SyntheticModel implements AutoCloseable {
         return tensors;
     }
 
+    /** The live tensors, in model order, as a publisher's input (views of this model's memory, not copies). */
+    public dev.stitch.publish.Weights weights() {
+        List<dev.stitch.encode.TensorData> out = new ArrayList<>(specs.size());
+        for (TensorSpec spec : specs.values()) {
+            out.add(new dev.stitch.encode.TensorData(spec, tensors.get(spec.name())));
+        }
+        return dev.stitch.publish.Weights.of(out);
+    }
+
     public TensorSpec spec(String name) {
         return specs.get(name);
     }

@@ -5,11 +5,9 @@ import dev.stitch.board.BoardOptions;
 import dev.stitch.board.RemoteBoardOptions;
 import dev.stitch.board.RemoteBulletinBoard;
 import dev.stitch.board.store.StoreOptions;
-import dev.stitch.encode.TensorData;
 import dev.stitch.format.DeltaFormat;
 import dev.stitch.publish.PublishResult;
 import dev.stitch.publish.WeightPublisher;
-import dev.stitch.publish.Weights;
 import dev.stitch.rehearsal.SyntheticModel;
 import dev.stitch.rehearsal.TrainerStep;
 import java.io.BufferedReader;
@@ -71,20 +69,12 @@ public final class FleetTrainer {
                     }
                     v++;
                     step.apply(model.tensors(), v);
-                    PublishResult r = publisher.publish(v, weights(model));
+                    PublishResult r = publisher.publish(v, model.weights());
                     Instant at = Instant.now();
                     out.println("published " + v + " " + (at.getEpochSecond() * 1_000_000 + at.getNano() / 1000) + " "
                             + r.bytesWritten());
                 }
             }
         }
-    }
-
-    private static Weights weights(SyntheticModel model) {
-        List<TensorData> tensors = new ArrayList<>();
-        for (var spec : model.specs()) {
-            tensors.add(new TensorData(spec, model.tensors().get(spec.name())));
-        }
-        return Weights.of(tensors);
     }
 }

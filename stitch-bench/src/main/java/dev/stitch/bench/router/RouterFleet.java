@@ -3,12 +3,10 @@ package dev.stitch.bench.router;
 import dev.stitch.board.BoardLayout;
 import dev.stitch.board.BoardOptions;
 import dev.stitch.board.FilesystemBulletinBoard;
-import dev.stitch.encode.TensorData;
 import dev.stitch.engine.SglangSettings;
 import dev.stitch.format.DeltaFormat;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.publish.WeightPublisher;
-import dev.stitch.publish.Weights;
 import dev.stitch.refengine.ReferenceEngine;
 import dev.stitch.rehearsal.SyntheticModel;
 import dev.stitch.rehearsal.TrainerStep;
@@ -82,11 +80,7 @@ final class RouterFleet implements AutoCloseable {
     long publish() throws IOException {
         long v = ++published;
         step.apply(model.tensors(), v);
-        List<TensorData> tensors = new ArrayList<>();
-        for (var spec : model.specs()) {
-            tensors.add(new TensorData(spec, model.tensors().get(spec.name())));
-        }
-        publisher.publish(v, Weights.of(tensors));
+        publisher.publish(v, model.weights());
         Manifest m = board.readManifest(v);
         digests.put(v, m.metadata().path("weights_digest").asText());
         return v;

@@ -110,7 +110,7 @@ class CacheTierFleetTest {
         long versionBytes = 0;
         for (int v = 1; v <= 3; v++) {
             step.apply(model.tensors(), v);
-            publisher.publish(v, weights(model));
+            publisher.publish(v, model.weights());
             Manifest m = board.readManifest(v);
             for (Artifact a : m.artifacts()) {
                 versionBytes += a.sizeBytes();
@@ -148,14 +148,6 @@ class CacheTierFleetTest {
             Thread.sleep(100);
         }
         return false;
-    }
-
-    private static dev.stitch.publish.Weights weights(SyntheticModel model) {
-        List<dev.stitch.encode.TensorData> tensors = new ArrayList<>();
-        for (var spec : model.specs()) {
-            tensors.add(new dev.stitch.encode.TensorData(spec, model.tensors().get(spec.name())));
-        }
-        return dev.stitch.publish.Weights.of(tensors);
     }
 
     private static int freePort() throws java.io.IOException {
