@@ -23,13 +23,11 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.Locale;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 
 /**
@@ -278,10 +276,9 @@ final class ArtifactFetcher {
                     }
                 };
             }
-            int colon = checksum.indexOf(':');
-            String algorithm = colon < 0 ? "" : checksum.substring(0, colon);
-            String hex = colon < 0 ? "" : checksum.substring(colon + 1).toLowerCase(Locale.ROOT);
-            return switch (algorithm) {
+            ArtifactVerifier.ExpectedDigest expected = ArtifactVerifier.ExpectedDigest.parse(rel, checksum);
+            String hex = expected.hex();
+            return switch (expected.algorithm()) {
                 case "xxh3-128" -> new StreamingCheck(rel, hex) {
                     private final Xxh3Stream stream = Xxh3.newStream();
 
@@ -296,7 +293,7 @@ final class ArtifactFetcher {
                         return h.hex();
                     }
                 };
-                case "sha256" -> new StreamingCheck(rel, hex) {
+                default -> new StreamingCheck(rel, hex) { // sha256, the only other form parse accepts
                     private final MessageDigest md = sha256();
 
                     @Override
@@ -309,8 +306,6 @@ final class ArtifactFetcher {
                         return HexFormat.of().formatHex(md.digest());
                     }
                 };
-                default -> throw new ArtifactVerificationException(rel, "malformed or unknown checksum '" + checksum
-                        + "' (expected xxh3-128:<hex> or sha256:<hex>)");
             };
         }
 

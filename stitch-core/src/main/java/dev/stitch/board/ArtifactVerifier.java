@@ -99,32 +99,37 @@ final class ArtifactVerifier {
 
     private static void checkDigest(String rel, Path file, String checksum, Function<MemorySegment, Hash128> xxh3)
             throws IOException {
-        int colon = checksum.indexOf(':');
-        if (colon < 0) {
-            throw new ArtifactVerificationException(rel, "malformed checksum '" + checksum + "' (expected xxh3-128:<hex> or sha256:<hex>)");
+        ExpectedDigest expected = ExpectedDigest.parse(rel, checksum);
+        String actual = expected.algorithm().equals("xxh3-128") ? xxh3(file, xxh3).hex() : sha256(file);
+        if (!actual.equals(expected.hex())) {
+            throw new ArtifactVerificationException(rel, expected.algorithm() + " digest mismatch: file has " + actual
+                    + ", the manifest says " + expected.hex());
         }
-        String algorithm = checksum.substring(0, colon);
-        String hex = checksum.substring(colon + 1).toLowerCase(Locale.ROOT);
-        switch (algorithm) {
-            case "xxh3-128" -> {
-                if (!isHex(hex, 32)) {
-                    throw new ArtifactVerificationException(rel, "malformed xxh3-128 digest '" + checksum + "' (needs 32 hex digits)");
-                }
-                String actual = xxh3(file, xxh3).hex();
-                if (!actual.equals(hex)) {
-                    throw new ArtifactVerificationException(rel, "xxh3-128 digest mismatch: file has " + actual + ", the manifest says " + hex);
-                }
+    }
+
+    /**
+     * A manifest checksum taken apart and checked for form: {@code xxh3-128:<32 hex>} or {@code sha256:<64 hex>}
+     * (docs/protocol/board.md §1.3), with the hex in lower case. Both the in-place check and the streaming
+     * check of a fetch read checksums through it.
+     */
+    record ExpectedDigest(String algorithm, String hex) {
+        static ExpectedDigest parse(String rel, String checksum) throws ArtifactVerificationException {
+            int colon = checksum.indexOf(':');
+            if (colon < 0) {
+                throw new ArtifactVerificationException(rel, "malformed checksum '" + checksum + "' (expected xxh3-128:<hex> or sha256:<hex>)");
             }
-            case "sha256" -> {
-                if (!isHex(hex, 64)) {
-                    throw new ArtifactVerificationException(rel, "malformed sha256 digest '" + checksum + "' (needs 64 hex digits)");
-                }
-                String actual = sha256(file);
-                if (!actual.equals(hex)) {
-                    throw new ArtifactVerificationException(rel, "sha256 digest mismatch: file has " + actual + ", the manifest says " + hex);
-                }
+            String algorithm = checksum.substring(0, colon);
+            String hex = checksum.substring(colon + 1).toLowerCase(Locale.ROOT);
+            int digits = switch (algorithm) {
+                case "xxh3-128" -> 32;
+                case "sha256" -> 64;
+                default -> throw new ArtifactVerificationException(rel, "unknown checksum algorithm '" + algorithm + "'");
+            };
+            if (!isHex(hex, digits)) {
+                throw new ArtifactVerificationException(rel, "malformed " + algorithm + " digest '" + checksum + "' (needs "
+                        + digits + " hex digits)");
             }
-            default -> throw new ArtifactVerificationException(rel, "unknown checksum algorithm '" + algorithm + "'");
+            return new ExpectedDigest(algorithm, hex);
         }
     }
 

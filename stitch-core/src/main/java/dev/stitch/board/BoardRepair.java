@@ -1,7 +1,5 @@
 package dev.stitch.board;
 
-import dev.stitch.hash.Xxh3;
-import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
 import dev.stitch.protocol.ProtocolException;
@@ -128,7 +126,7 @@ public final class BoardRepair {
             return e.getMessage();
         }
         if (pointer.manifestChecksum() != null) {
-            String actual = Artifact.XXH3_PREFIX + Xxh3.hash128(bytes).hex();
+            String actual = FilesystemBulletinBoard.manifestChecksum(bytes);
             if (!actual.equalsIgnoreCase(pointer.manifestChecksum())) {
                 return manifestFile + ": its digest " + actual + " is not the pointer's manifest_checksum "
                         + pointer.manifestChecksum();
@@ -136,7 +134,7 @@ public final class BoardRepair {
         }
         Manifest manifest;
         try {
-            manifest = board.parseManifest(version, bytes);
+            manifest = FilesystemBulletinBoard.parseManifest(version, bytes);
             if (manifest.runId() != null && pointer.runId() != null && !manifest.runId().equals(pointer.runId())) {
                 return manifestFile + ": belongs to run '" + manifest.runId() + "', the pointer to run '"
                         + pointer.runId() + "'";

@@ -260,7 +260,7 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
             }
             options.files().move(pub.stagingDirectory(), finalDir);
             options.files().fsyncDirectory(versions);
-            String checksum = Artifact.XXH3_PREFIX + Xxh3.hash128(manifestBytes).hex();
+            String checksum = manifestChecksum(manifestBytes);
             writePointer(new LatestPointer(pub.runId(), version, now(), checksum));
             return manifest;
         }
@@ -386,7 +386,7 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
                 throw new ProtocolException(LatestPointer.FILE_NAME + ": points at version " + p.version()
                         + " whose manifest is missing");
             }
-            String actual = Artifact.XXH3_PREFIX + Xxh3.hash128(manifest).hex();
+            String actual = manifestChecksum(manifest);
             if (!actual.equalsIgnoreCase(p.manifestChecksum())) {
                 throw new ProtocolException(LatestPointer.FILE_NAME + ": manifest_checksum " + p.manifestChecksum()
                         + " does not match " + relManifest(p.version()) + " (" + actual + ")");
@@ -408,7 +408,8 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
         return AtomicFiles.readSmallFile(file, MAX_DOCUMENT_BYTES, LinkOption.NOFOLLOW_LINKS);
     }
 
-    Manifest parseManifest(long version, byte[] bytes) throws ProtocolException {
+    /** Parses {@code version}'s manifest and checks it names its own directory's version (1.2); every board kind reads it so. */
+    static Manifest parseManifest(long version, byte[] bytes) throws ProtocolException {
         String what = relManifest(version);
         Manifest m = Manifest.parse(bytes, what);
         if (m.version() != version) {
@@ -417,8 +418,14 @@ public final class FilesystemBulletinBoard implements PublishingBoard {
         return m;
     }
 
-    String relManifest(long version) {
+    /** The board-relative path (or object key) of {@code version}'s manifest. */
+    static String relManifest(long version) {
         return VERSIONS_DIR + "/" + WeightIdentity.format(version) + "/" + Manifest.FILE_NAME;
+    }
+
+    /** The pointer's {@code manifest_checksum} of these manifest bytes (1.1). */
+    static String manifestChecksum(byte[] manifestBytes) {
+        return Artifact.XXH3_PREFIX + Xxh3.hash128(manifestBytes).hex();
     }
 
     void writePointer(LatestPointer p) throws IOException {

@@ -12,7 +12,6 @@ import dev.stitch.protocol.Manifest;
 import dev.stitch.protocol.ProtocolException;
 import dev.stitch.protocol.WeightIdentity;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -205,7 +204,7 @@ public final class RemoteBulletinBoard implements PublishingBoard {
     }
 
     private static boolean matches(byte[] manifest, String checksum) {
-        return (Artifact.XXH3_PREFIX + Xxh3.hash128(manifest).hex()).equalsIgnoreCase(checksum);
+        return FilesystemBulletinBoard.manifestChecksum(manifest).equalsIgnoreCase(checksum);
     }
 
     @Override
@@ -227,11 +226,7 @@ public final class RemoteBulletinBoard implements PublishingBoard {
         } catch (NoSuchFileException e) {
             throw notArrivedOr(e, what, version);
         }
-        Manifest m = Manifest.parse(bytes, what);
-        if (m.version() != version) {
-            throw new ProtocolException(what + ": says version " + m.version() + ", its directory is version " + version);
-        }
-        return m;
+        return FilesystemBulletinBoard.parseManifest(version, bytes);
     }
 
     @Override
@@ -408,7 +403,7 @@ public final class RemoteBulletinBoard implements PublishingBoard {
     }
 
     private static String relManifest(long version) {
-        return key(version, Manifest.FILE_NAME);
+        return FilesystemBulletinBoard.relManifest(version);
     }
 
     // ---------------------------------------------------------------- writer side (§7.3)

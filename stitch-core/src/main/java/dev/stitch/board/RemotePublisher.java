@@ -4,7 +4,6 @@ import dev.stitch.board.store.ObjectInfo;
 import dev.stitch.board.store.ObjectStore;
 import dev.stitch.board.store.PreconditionFailedException;
 import dev.stitch.board.store.StoredDocument;
-import dev.stitch.hash.Xxh3;
 import dev.stitch.protocol.Artifact;
 import dev.stitch.protocol.LatestPointer;
 import dev.stitch.protocol.Manifest;
@@ -265,7 +264,7 @@ final class RemotePublisher implements Closeable {
                     throw new PointerConflictException(manifestKey + " was written by another publisher");
                 }
             }
-            String checksum = Artifact.XXH3_PREFIX + Xxh3.hash128(bytes).hex();
+            String checksum = FilesystemBulletinBoard.manifestChecksum(bytes);
             LatestPointer next = new LatestPointer(pub.runId(), pub.version(), now(), checksum);
             for (int attempt = 1; ; attempt++) {
                 StoredDocument doc = board.readPointerDocument();
