@@ -37,6 +37,12 @@ public record ReplicaView(String url, boolean reachable, long servedVersion, lon
                 inflightExactVersions);
     }
 
+    /** The same view with another load: the router's own count of requests in flight here, when higher. */
+    public ReplicaView withActiveRequests(int load) {
+        return new ReplicaView(url, reachable, servedVersion, latestSeenVersion, ready, admitting, load, committing,
+                inflightExactVersions);
+    }
+
     /** True when a request may be sent here at all: answering, ready and admitting. */
     public boolean routable() {
         return reachable && ready && admitting;

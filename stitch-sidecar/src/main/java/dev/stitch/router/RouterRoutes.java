@@ -6,26 +6,16 @@ import dev.stitch.protocol.CanonicalJson;
 import dev.stitch.protocol.ProxyErrors;
 import dev.stitch.sidecar.proxy.RequestConstraint;
 import java.io.IOException;
-import java.io.InputStream;
-import java.net.URI;
 import java.net.URLDecoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 
 /**
- * What the router does with each request (docs/protocol/router.md §2, §5): its own routes, or a forward to the
- * replica the routing policy chose, with at most one re-route when the chosen sidecar refuses with a retryable
- * 409/503 or cannot be reached (its view was stale).
+ * The router's own routes (docs/protocol/router.md §4, §5): membership in the shape of SGLang's router,
+ * {@code /fleet}, {@code /metrics} and commit permission. Everything else is forwarded by a {@link RouterExchange}.
+ * Each answer is computed on the event loop: it reads or changes only in-memory state.
  */
 final class RouterRoutes {
     /** The header a client names its session by; affinity keeps a session's requests on one replica. */
@@ -33,178 +23,76 @@ final class RouterRoutes {
     /** The header the router adds to forwarded responses: the replica that served it. */
     static final String REPLICA_HEADER = "x-stitch-router-replica";
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final String JSON_TYPE = "application/json";
-    /** Headers java.net.http sets itself or refuses, and the hop-by-hop ones (RFC 9110 §7.6.1). */
-    private static final Set<String> NOT_FORWARDED = Set.of("connection", "content-length", "expect", "host", "upgrade",
-            "keep-alive", "transfer-encoding", "te", "trailer", "proxy-connection", "proxy-authorization", "http2-settings");
+    static final String JSON_TYPE = "application/json";
+
+    /** A complete answer of the router itself. */
+    record Answer(int status, String contentType, byte[] body, Map<String, String> headers) {
+        static Answer json(int status, byte[] body) {
+            return new Answer(status, JSON_TYPE, body, Map.of());
+        }
+    }
 
     private final Fleet fleet;
+    private final ReplicaUpstreams upstreams;
     private final RollingUpdatePolicy rolling;
     private final RouterMetrics metrics;
-    private final SessionTable sessions;
-    private final RequestConstraint requests;
-    private final HttpClient http;
-    private final Duration upstreamTimeout;
 
-    RouterRoutes(Fleet fleet, RollingUpdatePolicy rolling, RouterMetrics metrics, SessionTable sessions,
-                 RequestConstraint requests, HttpClient http, Duration upstreamTimeout) {
+    RouterRoutes(Fleet fleet, ReplicaUpstreams upstreams, RollingUpdatePolicy rolling, RouterMetrics metrics) {
         this.fleet = fleet;
+        this.upstreams = upstreams;
         this.rolling = rolling;
         this.metrics = metrics;
-        this.sessions = sessions;
-        this.requests = requests;
-        this.http = http;
-        this.upstreamTimeout = upstreamTimeout;
     }
 
-    void handle(RouterHandler.Request req, RouterHandler.Reply reply) {
-        String route = RequestConstraint.routeOf(req.target());
-        switch (req.method() + " " + route) {
-            case "GET fleet" -> reply.full(200, JSON_TYPE, fleetJson(), Map.of());
-            case "GET metrics" -> reply.full(200, "text/plain; version=0.0.4; charset=utf-8",
+    /** The answer to a request for one of the router's own routes, or null when the request is to be forwarded. */
+    Answer answer(String method, String target, byte[] body) {
+        String route = RequestConstraint.routeOf(target);
+        return switch (method + " " + route) {
+            case "GET fleet" -> Answer.json(200, fleetJson());
+            case "GET metrics" -> new Answer(200, "text/plain; version=0.0.4; charset=utf-8",
                     metrics.exposition().getBytes(StandardCharsets.UTF_8), Map.of());
-            case "GET list_workers" -> reply.full(200, JSON_TYPE, listWorkers(), Map.of());
-            case "POST add_worker" -> membership(req, reply, true);
-            case "POST remove_worker" -> membership(req, reply, false);
-            case "POST stitch/commit_permission" -> commitPermission(req, reply);
-            default -> forward(req, reply);
-        }
+            case "GET list_workers" -> Answer.json(200, listWorkers());
+            case "POST add_worker" -> membership(target, true);
+            case "POST remove_worker" -> membership(target, false);
+            case "POST stitch/commit_permission" -> commitPermission(body);
+            default -> null;
+        };
     }
 
-    private void forward(RouterHandler.Request req, RouterHandler.Reply reply) {
-        RequestConstraint.Reading reading = requests.read(req.target(), req.headers().get("content-type"), req.body());
-        if (reading instanceof RequestConstraint.Refuse refuse) {
-            metrics.rejected(refuse.status(), refuse.type());
-            reply.full(refuse.status(), JSON_TYPE, refuse.body(), Map.of());
-            return;
+    /** Every member's view with the router's own in-flight count as its load when that is the higher. */
+    List<ReplicaView> loadedSnapshot() {
+        List<ReplicaView> views = fleet.snapshot();
+        List<ReplicaView> out = new ArrayList<>(views.size());
+        for (ReplicaView v : views) {
+            int own = upstreams.inflight(v.url());
+            out.add(own > v.activeRequests() ? v.withActiveRequests(own) : v);
         }
-        RequestConstraint.Route routeBy = (RequestConstraint.Route) reading;
-        if (routeBy.constraint() != null && routeBy.constraint().isExact()) {
-            rolling.pinnedRouted(routeBy.constraint().target(), System.currentTimeMillis());
-        }
-        String session = req.headers().get(SESSION_HEADER);
-        Set<String> excluded = new HashSet<>();
-        for (int attempt = 0; ; attempt++) {
-            List<ReplicaView> candidates = new ArrayList<>();
-            for (ReplicaView r : fleet.snapshot()) {
-                if (!excluded.contains(r.url())) {
-                    candidates.add(r);
-                }
-            }
-            RoutingDecision decision = RoutingPolicy.choose(candidates, routeBy.constraint(), sessions.lastReplica(session));
-            if (decision instanceof RoutingDecision.Reject reject) {
-                metrics.rejected(reject.status(), reject.reason());
-                reply.full(reject.status(), JSON_TYPE, reject.body(),
-                        reject.retryAfter() ? Map.of("Retry-After", ProxyErrors.RETRY_AFTER_SECONDS) : Map.of());
-                return;
-            }
-            RoutingDecision.Forward to = (RoutingDecision.Forward) decision;
-            HttpResponse<InputStream> rsp;
-            try {
-                rsp = http.send(upstream(req, to.replica()), HttpResponse.BodyHandlers.ofInputStream());
-            } catch (IOException e) {
-                // The view said routable but the sidecar is not answering: drain it now rather than wait for its
-                // state poll to fail, and try once elsewhere.
-                ReplicaView v = fleet.view(to.replica());
-                if (v != null) {
-                    fleet.update(v.unreachable());
-                }
-                if (attempt == 0) {
-                    metrics.rerouted();
-                    excluded.add(to.replica());
-                    continue;
-                }
-                metrics.rejected(503, "EngineUnavailable");
-                reply.full(503, JSON_TYPE, ProxyErrors.engineUnavailable(), Map.of("Retry-After", ProxyErrors.RETRY_AFTER_SECONDS));
-                return;
-            } catch (InterruptedException e) {
-                reply.abort();
-                return;
-            }
-            int status = rsp.statusCode();
-            if (attempt == 0 && routeBy.versioned() && (status == 409 || status == 503)) {
-                // The sidecar moved since its last state answer (router.md §2.5): one more choice without it.
-                discard(rsp.body());
-                metrics.rerouted();
-                excluded.add(to.replica());
-                continue;
-            }
-            metrics.routed(to.affinity());
-            sessions.routed(session, to.replica());
-            relay(rsp, to.replica(), reply);
-            return;
-        }
+        return out;
     }
 
-    private HttpRequest upstream(RouterHandler.Request req, String replica) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(replica + req.target())).timeout(upstreamTimeout)
-                .method(req.method(), req.body().length == 0 && (req.method().equals("GET") || req.method().equals("HEAD"))
-                        ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(req.body()));
-        for (Map.Entry<String, String> h : req.headers()) {
-            if (!NOT_FORWARDED.contains(h.getKey().toLowerCase(Locale.ROOT))) {
-                b.header(h.getKey(), h.getValue());
-            }
-        }
-        return b.build();
-    }
-
-    /** Status and headers at once, then the body chunk by chunk as the sidecar sends it (streams included). */
-    private static void relay(HttpResponse<InputStream> rsp, String replica, RouterHandler.Reply reply) {
-        Map<String, List<String>> headers = new LinkedHashMap<>();
-        rsp.headers().map().forEach((k, v) -> {
-            if (!NOT_FORWARDED.contains(k.toLowerCase(Locale.ROOT)) && !k.startsWith(":")) {
-                headers.put(k, v);
-            }
-        });
-        headers.put(REPLICA_HEADER, List.of(replica));
-        reply.head(rsp.statusCode(), headers);
-        byte[] buf = new byte[16 * 1024];
-        try (InputStream in = rsp.body()) {
-            int n;
-            while ((n = in.read(buf)) >= 0) {
-                if (n > 0 && !reply.chunk(buf, n)) {
-                    return;
-                }
-            }
-            reply.end();
-        } catch (IOException e) {
-            reply.abort();
-        }
-    }
-
-    private static void discard(InputStream body) {
-        try (body) {
-            body.transferTo(java.io.OutputStream.nullOutputStream());
-        } catch (IOException ignored) {
-            // the refusal's body is not used
-        }
-    }
-
-    private void membership(RouterHandler.Request req, RouterHandler.Reply reply, boolean add) {
-        String url = queryParameter(req.target(), "url");
+    private Answer membership(String target, boolean add) {
+        String url = queryParameter(target, "url");
         if (url == null) {
-            reply.full(400, JSON_TYPE, ProxyErrors.invalidRequest("the query parameter 'url' is required"), Map.of());
-            return;
+            return Answer.json(400, ProxyErrors.invalidRequest("the query parameter 'url' is required"));
         }
         boolean changed;
         try {
             changed = add ? fleet.add(url) : fleet.remove(url);
         } catch (IllegalArgumentException e) {
-            reply.full(400, JSON_TYPE, ProxyErrors.invalidRequest(e.getMessage()), Map.of());
-            return;
+            return Answer.json(400, ProxyErrors.invalidRequest(e.getMessage()));
         }
         StringBuilder sb = new StringBuilder("{\"url\":");
         CanonicalJson.appendString(sb, Fleet.normalise(url));
         sb.append(",\"changed\":").append(changed).append('}');
-        reply.full(200, JSON_TYPE, sb.toString().getBytes(StandardCharsets.UTF_8), Map.of());
+        return Answer.json(200, sb.toString().getBytes(StandardCharsets.UTF_8));
     }
 
-    private void commitPermission(RouterHandler.Request req, RouterHandler.Reply reply) {
+    private Answer commitPermission(byte[] body) {
         String replica;
         long from;
         long to;
         try {
-            JsonNode n = JSON.readTree(req.body());
+            JsonNode n = JSON.readTree(body);
             if (n == null || !n.path("replica").isTextual() || !n.path("from").canConvertToLong()
                     || !n.path("to").canConvertToLong()) {
                 throw new IOException("expected {\"replica\": <url>, \"from\": <int>, \"to\": <int>}");
@@ -215,15 +103,14 @@ final class RouterRoutes {
             from = n.path("from").asLong();
             to = n.path("to").asLong();
         } catch (IOException | IllegalArgumentException e) {
-            reply.full(400, JSON_TYPE, ProxyErrors.invalidRequest(e.getMessage()), Map.of());
-            return;
+            return Answer.json(400, ProxyErrors.invalidRequest(e.getMessage()));
         }
         CommitPermission p = rolling.decide(fleet.snapshot(), replica, from, to, System.currentTimeMillis());
-        reply.full(200, JSON_TYPE, p.json().getBytes(StandardCharsets.UTF_8), Map.of());
+        return Answer.json(200, p.json().getBytes(StandardCharsets.UTF_8));
     }
 
     private byte[] fleetJson() {
-        List<ReplicaView> views = fleet.snapshot();
+        List<ReplicaView> views = loadedSnapshot();
         long newest = -1;
         for (ReplicaView r : views) {
             newest = Math.max(newest, r.latestSeenVersion());

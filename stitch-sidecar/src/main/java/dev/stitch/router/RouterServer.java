@@ -1,17 +1,19 @@
 package dev.stitch.router;
 
+import dev.stitch.relay.ExchangeQueue;
 import dev.stitch.sidecar.proxy.EventLoops;
 import dev.stitch.sidecar.proxy.RequestConstraint;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.http.HttpClient;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -56,6 +58,7 @@ public final class RouterServer implements AutoCloseable {
 
     private final Fleet fleet;
     private final ReplicaStatePoller poller;
+    private final ReplicaUpstreams upstreams;
     private final ReplicasFile replicasFile;
     private final RouterMetrics metrics = new RouterMetrics();
     private final EventLoopGroup boss;
@@ -64,9 +67,21 @@ public final class RouterServer implements AutoCloseable {
     private final Object changed = new Object();
     private long changes;
 
+    /** The connect timeout to a sidecar; a replica that takes longer is drained and the request re-routed. */
+    private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(2);
+    /** Event-loop threads: client connections and their replica connections share them. */
+    private static final int IO_THREADS = Math.max(1, Math.min(2, Runtime.getRuntime().availableProcessors()));
+
     public RouterServer(Config config) throws IOException, InterruptedException {
         this.poller = new ReplicaStatePoller(config.longPollMs(), config.pollRetryMs());
-        this.fleet = new Fleet(poller::start, poller::stop);
+        this.upstreams = new ReplicaUpstreams(CONNECT_TIMEOUT);
+        this.fleet = new Fleet(url -> {
+            upstreams.joined(url);
+            poller.start(url);
+        }, url -> {
+            poller.stop(url);
+            upstreams.left(url);
+        });
         poller.attach(fleet, this::signalChange);
         for (String r : config.replicas()) {
             fleet.add(r);
@@ -76,21 +91,25 @@ public final class RouterServer implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             // the members already added have pollers running
             poller.close();
+            upstreams.close();
             throw e;
         }
-        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofSeconds(2)).build();
-        RouterRoutes routes = new RouterRoutes(fleet, config.rolling(), metrics, new SessionTable(config.sessionCapacity()),
-                new RequestConstraint(config.versionedRoutes()), http, config.upstreamTimeout());
+        RouterRoutes routes = new RouterRoutes(fleet, upstreams, config.rolling(), metrics);
+        RouterExchange.Context cx = new RouterExchange.Context(fleet, upstreams, routes, config.rolling(), metrics,
+                new SessionTable(config.sessionCapacity()), new RequestConstraint(config.versionedRoutes()),
+                config.upstreamTimeout().toMillis());
         this.boss = EventLoops.group(1, "stitch-router-accept");
-        this.workers = EventLoops.group(2, "stitch-router-io");
+        this.workers = EventLoops.group(IO_THREADS, "stitch-router-io");
         try {
             this.channel = new ServerBootstrap().group(boss, workers).channel(EventLoops.serverChannel())
+                    .childOption(ChannelOption.TCP_NODELAY, true)
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
-                            ch.pipeline().addLast(new HttpServerCodec(),
-                                    new HttpObjectAggregator((int) config.maxBodyBytes()), new RouterHandler(routes));
+                            ch.pipeline().addLast(new HttpServerCodec(8192, 65536, 65536),
+                                    new HttpServerExpectContinueHandler(),
+                                    new HttpObjectAggregator((int) Math.min(Integer.MAX_VALUE - 8, config.maxBodyBytes())),
+                                    new ExchangeQueue((queue, ctx, req) -> new RouterExchange(queue, cx, ctx, req)));
                         }
                     })
                     .bind(config.host(), config.port()).sync().channel();
@@ -147,5 +166,6 @@ public final class RouterServer implements AutoCloseable {
         if (workers != null) {
             workers.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS);
         }
+        upstreams.close();
     }
 }

@@ -37,11 +37,11 @@ import java.util.concurrent.locks.LockSupport;
  * so queueing behind a slow response is charged to the system under test (no coordinated
  * omission); closed-loop runs keep every connection busy back to back.
  */
-final class LoadGenerator implements AutoCloseable {
+public final class LoadGenerator implements AutoCloseable {
 
     /** Outcome of one run. */
-    record Result(long completed, long errors, double elapsedSeconds, long[] latenciesNanos) {
-        double percentileMillis(double p) {
+    public record Result(long completed, long errors, double elapsedSeconds, long[] latenciesNanos) {
+        public double percentileMillis(double p) {
             if (latenciesNanos.length == 0) {
                 return Double.NaN;
             }
@@ -49,7 +49,7 @@ final class LoadGenerator implements AutoCloseable {
             return latenciesNanos[Math.max(0, Math.min(latenciesNanos.length - 1, idx))] / 1e6;
         }
 
-        double achievedRps() {
+        public double achievedRps() {
             return completed / elapsedSeconds;
         }
     }
@@ -61,7 +61,7 @@ final class LoadGenerator implements AutoCloseable {
     private final String path;
     private final List<Conn> connections = new ArrayList<>();
 
-    LoadGenerator(String host, int port, String path, byte[] body, int connectionCount) throws InterruptedException {
+    public LoadGenerator(String host, int port, String path, byte[] body, int connectionCount) throws InterruptedException {
         this.target = new InetSocketAddress(host, port);
         this.path = path;
         this.body = body;
@@ -93,7 +93,7 @@ final class LoadGenerator implements AutoCloseable {
     private CountDownLatch drained;
 
     /** Sends at {@code rps} for {@code seconds}; waits for the stragglers (up to 30 s). */
-    Result openLoop(double rps, double seconds) throws InterruptedException {
+    public Result openLoop(double rps, double seconds) throws InterruptedException {
         CountDownLatch done = begin(false, Long.MAX_VALUE);
         long total = Math.max(1, Math.round(rps * seconds));
         long start = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20);
@@ -115,7 +115,7 @@ final class LoadGenerator implements AutoCloseable {
     }
 
     /** Keeps every connection busy for {@code seconds}. */
-    Result closedLoop(double seconds) throws InterruptedException {
+    public Result closedLoop(double seconds) throws InterruptedException {
         long start = System.nanoTime();
         CountDownLatch done = begin(true, start + (long) (seconds * 1e9));
         loop.execute(() -> {

@@ -2,6 +2,7 @@ package dev.stitch.bench.proxy;
 
 import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.bench.BenchResults;
+import dev.stitch.bench.ProcessCpu;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.cli.CliFailure;
 import dev.stitch.refengine.ReferenceEngine;
@@ -240,14 +241,14 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
     static final class SidecarProcess implements AutoCloseable {
         private final Process process;
         private final int port;
-        private final long ticksPerSecond;
+        private final ProcessCpu cpu;
         private final Path log;
 
         private SidecarProcess(Process process, int port, Path log) {
             this.process = process;
             this.port = port;
             this.log = log;
-            this.ticksPerSecond = clockTicks();
+            this.cpu = ProcessCpu.of(process);
         }
 
         static SidecarProcess start(Path work, String engineUrl, String heap) throws IOException {
@@ -312,49 +313,9 @@ public final class ProxyBenchCommand implements BenchSubcommand, Runnable {
         }
 
 
-        /**
-         * CPU time of the child: {@code [0]} utime + stime of the whole process from
-         * /proc/&lt;pid&gt;/stat, {@code [1]} the same summed over its threads other than the JIT
-         * compiler threads (/proc/&lt;pid&gt;/task/*&#47;stat).
-         */
+        /** CPU time of the child, whole and without the JIT compiler threads ({@link ProcessCpu}). */
         long[] cpuNanos() throws IOException {
-            Path proc = Path.of("/proc", Long.toString(process.pid()));
-            long total = ticks(Files.readString(proc.resolve("stat")));
-            long withoutJit = 0;
-            try (Stream<Path> tasks = Files.list(proc.resolve("task"))) {
-                for (Path t : tasks.toList()) {
-                    try {
-                        String comm = Files.readString(t.resolve("comm")).trim();
-                        if (!comm.contains("CompilerThre")) {
-                            withoutJit += ticks(Files.readString(t.resolve("stat")));
-                        }
-                    } catch (IOException e) {
-                        // The thread exited between listing and reading: it no longer matters.
-                    }
-                }
-            }
-            return new long[] {total * 1_000_000_000L / ticksPerSecond, withoutJit * 1_000_000_000L / ticksPerSecond};
-        }
-
-        /** utime + stime (fields 14 and 15) of a stat line, in clock ticks. */
-        private static long ticks(String stat) {
-            // Fields after the parenthesised command name, which may itself contain spaces.
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            return Long.parseLong(f[11]) + Long.parseLong(f[12]);
-        }
-
-        private static long clockTicks() {
-            try {
-                Process p = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
-                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).trim();
-                p.waitFor(5, TimeUnit.SECONDS);
-                return Long.parseLong(out);
-            } catch (IOException | NumberFormatException e) {
-                return 100;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return 100;
-            }
+            return cpu.nanos();
         }
 
         private static int freePort() throws IOException {

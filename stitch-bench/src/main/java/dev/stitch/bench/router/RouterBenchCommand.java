@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.bench.ScratchDirectories;
+import dev.stitch.bench.proxy.LoadGenerator;
 import dev.stitch.cli.ByteSize;
 import dev.stitch.cli.CliFailure;
 import java.io.IOException;
@@ -11,6 +12,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -43,6 +45,11 @@ import picocli.CommandLine.Option;
 public final class RouterBenchCommand implements BenchSubcommand, Runnable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final double WARMUP_S = 3;
+    /** Keep-alive connections of each open-loop load generator: enough that paced requests never queue. */
+    private static final int CONNECTIONS = 16;
+    /** Connections kept busy at saturation, as in {@code bench proxy}. */
+    private static final int CONCURRENCY = 16;
+    private static final String UNPINNED = "{\"text\": \"bench\", \"sampling_params\": {\"max_new_tokens\": 1}}";
 
     @Option(names = "--replicas", defaultValue = "4", paramLabel = "N", description = "Replicas (default ${DEFAULT-VALUE}).")
     int replicas;
@@ -109,14 +116,14 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
     private void measure(RouterFleet fleet, RouterProcess router, BenchResults results)
             throws IOException, InterruptedException {
         URI routerUrl = router.url();
-        PinnedTally viaRouter = new PinnedTally();
-        PinnedTally direct = new PinnedTally();
+        PinnedTally viaRouter409 = new PinnedTally();
+        PinnedTally direct409 = new PinnedTally();
         AtomicBoolean running = new AtomicBoolean(true);
         AtomicInteger next = new AtomicInteger();
         List<Thread> threads = new ArrayList<>();
         for (int c = 0; c < clients; c++) {
-            threads.add(Thread.ofVirtual().start(() -> trajectories(fleet, running, viaRouter, () -> routerUrl)));
-            threads.add(Thread.ofVirtual().start(() -> trajectories(fleet, running, direct,
+            threads.add(Thread.ofVirtual().start(() -> trajectories(fleet, running, viaRouter409, () -> routerUrl)));
+            threads.add(Thread.ofVirtual().start(() -> trajectories(fleet, running, direct409,
                     () -> URI.create(fleet.urls().get(Math.floorMod(next.getAndIncrement(), fleet.urls().size()))))));
         }
         for (int k = 0; k < versions; k++) {
@@ -128,38 +135,84 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
         for (Thread t : threads) {
             t.join();
         }
-        pinnedRow(results, "router", viaRouter);
-        pinnedRow(results, "direct", direct);
+        pinnedRow(results, "router", viaRouter409);
+        pinnedRow(results, "direct", direct409);
 
-        // both paths warm up first: the router is a fresh JVM, and its JIT work is not a per-request cost
-        paced(i -> URI.create(fleet.urls().get(i % fleet.urls().size())), WARMUP_S);
-        paced(i -> routerUrl, WARMUP_S);
-        List<Long> directLatency = paced(i -> URI.create(fleet.urls().get(i % fleet.urls().size())), durationS);
-        long cpu0 = router.cpuNanos();
-        long t0 = System.nanoTime();
-        List<Long> routerLatency = paced(i -> routerUrl, durationS);
-        double routerSeconds = (System.nanoTime() - t0) / 1e9;
-        long routerCpu = router.cpuNanos() - cpu0;
-        TimeUnit.MILLISECONDS.sleep((long) (routerSeconds * 1000));
-        long idleCpu = router.cpuNanos() - cpu0 - routerCpu;
-        latencyRow(results, "direct", directLatency);
-        latencyRow(results, "router", routerLatency);
+        // Both paths warm up first: the router is a fresh JVM, and its JIT work is not a per-request cost.
+        byte[] body = UNPINNED.getBytes(StandardCharsets.UTF_8);
+        List<LoadGenerator> direct = new ArrayList<>();
+        try (LoadGenerator viaRouter = new LoadGenerator("127.0.0.1", routerUrl.getPort(), "/generate", body, CONNECTIONS);
+             LoadGenerator saturating = new LoadGenerator("127.0.0.1", routerUrl.getPort(), "/generate", body, CONCURRENCY)) {
+            for (String u : fleet.urls()) {
+                direct.add(new LoadGenerator("127.0.0.1", URI.create(u).getPort(), "/generate", body, CONNECTIONS));
+            }
+            saturating.closedLoop(WARMUP_S);
+            viaRouter.openLoop(rps, WARMUP_S);
+            spread(direct, WARMUP_S);
+            long[] directLatency = spread(direct, durationS);
+            long[] cpu0 = router.cpu();
+            LoadGenerator.Result paced = viaRouter.openLoop(rps, durationS);
+            long[] cpu1 = router.cpu();
+            TimeUnit.MILLISECONDS.sleep((long) (paced.elapsedSeconds() * 1000));
+            long[] cpu2 = router.cpu();
+            // What the router spends with no request at all (its state long polls) is not charged to requests.
+            long pacedCpu = Math.max(0, (cpu1[0] - cpu0[0]) - (cpu2[0] - cpu1[0]));
+            LoadGenerator.Result sat = saturating.closedLoop(durationS);
+            long[] cpu3 = router.cpu();
+            latencyRow(results, "direct", directLatency);
+            latencyRow(results, "router", paced.latenciesNanos());
+            Map<String, Object> satRow = results.row();
+            satRow.put("phase", "saturation");
+            satRow.put("path", "router");
+            satRow.put("requests", sat.completed());
+            satRow.put("rps_achieved", round(sat.achievedRps()));
+            long satRequests = Math.max(1, sat.completed() + sat.errors());
 
-        Map<String, Object> s = results.row();
-        s.put("phase", "summary");
-        s.put("replicas", replicas);
-        s.put("router_409_rate", round(viaRouter.rate()));
-        s.put("direct_409_rate", round(direct.rate()));
-        s.put("mislabeled", viaRouter.mislabeled.get() + direct.mislabeled.get());
-        s.put("held_previous_served", viaRouter.heldPrevious.get());
-        s.put("rps", rps);
-        s.put("router_added_p50_ms", round(percentile(routerLatency, 0.5) - percentile(directLatency, 0.5)));
-        s.put("router_added_p99_ms", round(percentile(routerLatency, 0.99) - percentile(directLatency, 0.99)));
-        s.put("router_cpu_ms_per_request", round(Math.max(0, routerCpu - idleCpu) / 1e6 / Math.max(1, routerLatency.size())));
-        System.out.printf(Locale.ROOT, "409s among satisfiable pins: router %.4f, direct %.4f; held previous served %d; "
-                        + "router adds p99 %.3f ms at %d rps, %.4f ms CPU per request; mislabeled %d%n",
-                viaRouter.rate(), direct.rate(), viaRouter.heldPrevious.get(), (double) s.get("router_added_p99_ms"), rps,
-                (double) s.get("router_cpu_ms_per_request"), (long) s.get("mislabeled"));
+            Map<String, Object> s = results.row();
+            s.put("phase", "summary");
+            s.put("replicas", replicas);
+            s.put("router_409_rate", round(viaRouter409.rate()));
+            s.put("direct_409_rate", round(direct409.rate()));
+            s.put("mislabeled", viaRouter409.mislabeled.get() + direct409.mislabeled.get());
+            s.put("held_previous_served", viaRouter409.heldPrevious.get());
+            s.put("rps", rps);
+            s.put("router_added_p50_ms", round(percentile(paced.latenciesNanos(), 0.5) - percentile(directLatency, 0.5)));
+            s.put("router_added_p99_ms", round(percentile(paced.latenciesNanos(), 0.99) - percentile(directLatency, 0.99)));
+            // The sidecar's target is set at saturation (bench proxy): the same measure here, whole process and
+            // without the JIT compiler threads; the paced figure shows what a lightly loaded router spends.
+            s.put("router_cpu_ms_per_request", round((cpu3[0] - cpu2[0]) / 1e6 / satRequests));
+            s.put("router_cpu_ms_per_request_excl_jit", round((cpu3[1] - cpu2[1]) / 1e6 / satRequests));
+            s.put("router_cpu_ms_per_request_paced", round(pacedCpu / 1e6 / Math.max(1, paced.completed())));
+            s.put("router_saturation_rps", round(sat.achievedRps()));
+            s.put("paced_errors", paced.errors());
+            System.out.printf(Locale.ROOT, "409s among satisfiable pins: router %.4f, direct %.4f; held previous served %d; "
+                            + "router adds p99 %.3f ms at %d rps; CPU per request %.4f ms at saturation (%.0f req/s), "
+                            + "%.4f ms paced; mislabeled %d%n",
+                    viaRouter409.rate(), direct409.rate(), viaRouter409.heldPrevious.get(), (double) s.get("router_added_p99_ms"),
+                    rps, (double) s.get("router_cpu_ms_per_request"), sat.achievedRps(),
+                    (double) s.get("router_cpu_ms_per_request_paced"), (long) s.get("mislabeled"));
+        } finally {
+            direct.forEach(LoadGenerator::close);
+        }
+    }
+
+    /** Open-loop load at {@code --rps} in all, split evenly over the replicas; every request's latency. */
+    private long[] spread(List<LoadGenerator> direct, double seconds) throws InterruptedException {
+        List<Thread> threads = new ArrayList<>();
+        List<LoadGenerator.Result> out = Collections.synchronizedList(new ArrayList<>());
+        for (LoadGenerator g : direct) {
+            threads.add(Thread.ofPlatform().start(() -> {
+                try {
+                    out.add(g.openLoop((double) rps / direct.size(), seconds));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        return out.stream().flatMapToLong(r -> java.util.Arrays.stream(r.latenciesNanos())).toArray();
     }
 
     /** Agentic traffic: pin the newest served version for one trajectory, then start over. */
@@ -189,42 +242,6 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
                         + constraint + "}")).build();
     }
 
-    /** Open-loop requests at {@code --rps} for {@code --duration-s}; latency from each scheduled send time. */
-    private List<Long> paced(java.util.function.IntFunction<URI> target, double seconds) throws InterruptedException {
-        int total = (int) (rps * seconds);
-        List<Long> latencies = Collections.synchronizedList(new ArrayList<>(total));
-        AtomicLong failed = new AtomicLong();
-        long start = System.nanoTime();
-        List<Thread> inFlight = new ArrayList<>();
-        for (int i = 0; i < total; i++) {
-            long at = start + (long) (i * 1e9 / rps);
-            long wait = at - System.nanoTime();
-            if (wait > 0) {
-                TimeUnit.NANOSECONDS.sleep(wait);
-            }
-            URI t = target.apply(i);
-            inFlight.add(Thread.ofVirtual().start(() -> {
-                try {
-                    HttpResponse<Void> r = http.send(generate(t, -1), HttpResponse.BodyHandlers.discarding());
-                    if (r.statusCode() == 200) {
-                        latencies.add(System.nanoTime() - at);
-                    } else {
-                        failed.incrementAndGet();
-                    }
-                } catch (IOException | InterruptedException e) {
-                    failed.incrementAndGet();
-                }
-            }));
-        }
-        for (Thread t : inFlight) {
-            t.join();
-        }
-        if (failed.get() > 0) {
-            System.out.println(failed.get() + " of " + total + " paced requests failed");
-        }
-        return latencies;
-    }
-
     private static void pinnedRow(BenchResults results, String path, PinnedTally t) {
         Map<String, Object> row = results.row();
         row.put("phase", "rolling");
@@ -236,25 +253,22 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
         row.put("mislabeled", t.mislabeled.get());
     }
 
-    private static void latencyRow(BenchResults results, String path, List<Long> latencies) {
+    private static void latencyRow(BenchResults results, String path, long[] latencies) {
         Map<String, Object> row = results.row();
         row.put("phase", "overhead");
         row.put("path", path);
-        row.put("requests", latencies.size());
+        row.put("requests", latencies.length);
         row.put("p50_ms", round(percentile(latencies, 0.5)));
         row.put("p99_ms", round(percentile(latencies, 0.99)));
     }
 
-    private static double percentile(List<Long> nanos, double p) {
-        List<Long> sorted;
-        synchronized (nanos) {
-            sorted = new ArrayList<>(nanos);
-        }
-        if (sorted.isEmpty()) {
+    private static double percentile(long[] nanos, double p) {
+        if (nanos.length == 0) {
             return Double.NaN;
         }
-        Collections.sort(sorted);
-        return sorted.get(Math.max(0, Math.min(sorted.size() - 1, (int) Math.ceil(p * sorted.size()) - 1))) / 1e6;
+        long[] sorted = nanos.clone();
+        java.util.Arrays.sort(sorted);
+        return sorted[Math.max(0, Math.min(sorted.length - 1, (int) Math.ceil(p * sorted.length) - 1))] / 1e6;
     }
 
     private static double round(double v) {

@@ -1,5 +1,6 @@
 package dev.stitch.bench.router;
 
+import dev.stitch.bench.ProcessCpu;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -17,9 +18,11 @@ final class RouterProcess implements AutoCloseable {
     private final Process process;
     private final URI url;
     private final Path log;
+    private final ProcessCpu cpu;
 
     private RouterProcess(Process process, URI url, Path log) {
         this.process = process;
+        this.cpu = ProcessCpu.of(process);
         this.url = url;
         this.log = log;
     }
@@ -30,7 +33,7 @@ final class RouterProcess implements AutoCloseable {
             port = s.getLocalPort();
         }
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElse("java"),
-                "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xmx512m",
+                "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED", "-Xmx512m", "-XX:+UseSerialGC",
                 "-cp", System.getProperty("java.class.path"), "dev.stitch.cli.StitchCli", "router",
                 "--listen", "127.0.0.1:" + port, "--replicas", String.join(",", replicas),
                 "--max-committing", "1", "--hold-previous", "1"));
@@ -63,9 +66,9 @@ final class RouterProcess implements AutoCloseable {
         throw new IOException("the router did not see " + n + " serving replicas: " + last);
     }
 
-    /** The router process's CPU time so far. */
-    long cpuNanos() {
-        return process.toHandle().info().totalCpuDuration().map(java.time.Duration::toNanos).orElse(0L);
+    /** The router process's CPU time so far: whole, and without the JIT compiler threads ({@link ProcessCpu}). */
+    long[] cpu() throws IOException {
+        return cpu.nanos();
     }
 
     @Override

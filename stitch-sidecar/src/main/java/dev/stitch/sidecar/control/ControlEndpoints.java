@@ -40,7 +40,8 @@ public final class ControlEndpoints implements SidecarEndpoints {
         this.worker = worker;
         this.replicaRunId = replicaRunId;
         this.softwareVersion = softwareVersion;
-        this.stateStream = new StateChangeNotifier<>(worker::status, ReplicaStateBody::changeKey);
+        this.stateStream = new StateChangeNotifier<>(worker::status, ReplicaStateBody::changeKey,
+                ReplicaStateBody::loadKey, ReplicaStateBody.LOAD_INTERVAL_MS);
         worker.onChange(stateStream::poke);
     }
 

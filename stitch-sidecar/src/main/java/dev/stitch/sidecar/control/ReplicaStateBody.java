@@ -58,15 +58,22 @@ final class ReplicaStateBody {
         }
     }
 
-    /**
-     * What of a status is a change for the stream: everything the body shows except the in-flight counts,
-     * of which only the crossings of zero count (the first request in flight, the last one done, per exact
-     * version), so that a busy replica does not wake every router on every request.
-     */
+    /** The shortest time between two state answers caused by load alone (sidecar-http.md §5.1). */
+    static final long LOAD_INTERVAL_MS = 100;
+
+    /** What of a status is a change the stream answers at once: everything the body shows except load. */
     static Object changeKey(SyncStatus s) {
         return List.of(String.valueOf(s.currentRunId()), s.currentVersion(), s.latestSeenVersion(),
-                s.state().name(), s.ready(), s.admission(), s.activeRequests() > 0,
-                Set.copyOf(s.inflightExactVersions().keySet()), committing(s));
+                s.state().name(), s.ready(), s.admission(), committing(s));
+    }
+
+    /**
+     * What of a status is load: of the in-flight counts only the crossings of zero (the first request in
+     * flight, the last one done, per exact version), answered at most every {@link #LOAD_INTERVAL_MS}, so that
+     * a busy replica does not wake every router on every request.
+     */
+    static Object loadKey(SyncStatus s) {
+        return List.of(s.activeRequests() > 0, Set.copyOf(s.inflightExactVersions().keySet()));
     }
 
     /** True from the moment the gate closes for a commit until it reopens. */

@@ -17,7 +17,9 @@ import java.util.function.Supplier;
  * <p>Whatever may have changed the replica's state calls {@link #poke}, which never blocks: it schedules one
  * re-read of the state on this class's own thread (pokes arriving meanwhile coalesce into it). The re-read
  * compares the state's {@code change key} with the last one; when it differs the sequence number moves on and
- * every waiter is answered. Waiters that see no change are answered by a timer. Nothing polls.
+ * every waiter is answered. A change of the {@code load key} alone is answered too, but at most once per
+ * {@code loadIntervalMillis}: load moves with every request, and a router that heard of each move would spend
+ * more on listening than on routing. Waiters that see no change are answered by a timer. Nothing polls.
  *
  * @param <S> the state snapshot
  */
@@ -29,19 +31,39 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
 
     private final Supplier<S> read;
     private final Function<S, Object> changeKey;
+    private final Function<S, Object> loadKey;
+    private final long loadIntervalNanos;
     private final ScheduledExecutorService thread;
     private final AtomicBoolean rereadScheduled = new AtomicBoolean();
     private final List<Waiter<S>> waiters = new ArrayList<>();
     private Numbered<S> current;
     private Object currentKey;
+    private Object currentLoadKey;
+    private long publishedNanos;
+    private boolean loadRereadScheduled;
 
     /**
+     * A notifier where every change counts at once.
+     *
      * @param read      takes a snapshot; must not wait for I/O
      * @param changeKey what of a snapshot counts as a change (equal keys: no new sequence number)
      */
     public StateChangeNotifier(Supplier<S> read, Function<S, Object> changeKey) {
+        this(read, changeKey, s -> Boolean.TRUE, 0);
+    }
+
+    /**
+     * @param read               takes a snapshot; must not wait for I/O
+     * @param changeKey          what of a snapshot counts as a change, answered at once
+     * @param loadKey            what of a snapshot counts as a load change, answered at most once per interval
+     * @param loadIntervalMillis the shortest time between two answers caused by load changes alone
+     */
+    public StateChangeNotifier(Supplier<S> read, Function<S, Object> changeKey, Function<S, Object> loadKey,
+                               long loadIntervalMillis) {
         this.read = read;
         this.changeKey = changeKey;
+        this.loadKey = loadKey;
+        this.loadIntervalNanos = TimeUnit.MILLISECONDS.toNanos(loadIntervalMillis);
         ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
             Thread th = new Thread(r, "stitch-state-stream");
             th.setDaemon(true);
@@ -54,6 +76,8 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
         // a router saw before the restart and its first long poll returns at once (sidecar-http.md §5.1).
         this.current = new Numbered<>(System.currentTimeMillis(), first);
         this.currentKey = changeKey.apply(first);
+        this.currentLoadKey = loadKey.apply(first);
+        this.publishedNanos = System.nanoTime();
     }
 
     /** Something may have changed: re-read the state soon. Non-blocking, safe from any thread. */
@@ -104,13 +128,30 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
         rereadScheduled.set(false); // a poke from here on schedules another re-read
         S s = read.get();
         Object key = changeKey.apply(s);
+        Object load = loadKey.apply(s);
         List<Waiter<S>> wake;
         Numbered<S> now;
         synchronized (this) {
-            if (key.equals(currentKey)) {
+            boolean changed = !key.equals(currentKey);
+            if (!changed && load.equals(currentLoadKey)) {
+                return;
+            }
+            long wait = publishedNanos + loadIntervalNanos - System.nanoTime();
+            if (!changed && wait > 0) {
+                // a load change alone waits for its interval; the re-read then takes the newest load
+                if (!loadRereadScheduled) {
+                    loadRereadScheduled = true;
+                    try {
+                        thread.schedule(this::loadReread, wait, TimeUnit.NANOSECONDS);
+                    } catch (RejectedExecutionException e) {
+                        loadRereadScheduled = false; // closed
+                    }
+                }
                 return;
             }
             currentKey = key;
+            currentLoadKey = load;
+            publishedNanos = System.nanoTime();
             current = new Numbered<>(current.seq() + 1, s);
             now = current;
             wake = new ArrayList<>(waiters);
@@ -119,6 +160,13 @@ public final class StateChangeNotifier<S> implements AutoCloseable {
         for (Waiter<S> w : wake) {
             w.answer.complete(now);
         }
+    }
+
+    private void loadReread() {
+        synchronized (this) {
+            loadRereadScheduled = false;
+        }
+        reread();
     }
 
     /** Waiters still parked are answered with the current state. */

@@ -1,5 +1,6 @@
 package dev.stitch.sidecar.proxy;
 
+import dev.stitch.relay.UpstreamPool;
 import dev.stitch.sync.AdmissionControl;
 import java.util.concurrent.ExecutorService;
 

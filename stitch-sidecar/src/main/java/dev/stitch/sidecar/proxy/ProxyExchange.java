@@ -2,6 +2,10 @@ package dev.stitch.sidecar.proxy;
 
 import dev.stitch.protocol.ProxyErrors;
 import dev.stitch.protocol.VersionConstraint;
+import dev.stitch.relay.Exchange;
+import dev.stitch.relay.ExchangeQueue;
+import dev.stitch.relay.RelayHeaders;
+import dev.stitch.relay.UpstreamPool;
 import dev.stitch.sync.Admission;
 import dev.stitch.sync.Lease;
 import io.netty.buffer.ByteBuf;
@@ -43,14 +47,14 @@ import org.slf4j.LoggerFactory;
  * {@link ResponseStamper}; this class does the I/O. Every step runs on the client connection's
  * event loop, so its state needs no locking.
  */
-final class ProxyExchange implements UpstreamPool.Listener {
+final class ProxyExchange implements Exchange, UpstreamPool.Listener {
     private static final Logger LOG = LoggerFactory.getLogger(ProxyExchange.class);
     private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(10);
 
     /** Phases of one request. */
     private enum Phase { ROUTING, ADMISSION, FORWARDING, BUFFERING, HOLDING, RELAYING, DONE }
 
-    private final ProxyHandler connection;
+    private final ExchangeQueue connection;
     private final ProxyContext cx;
     private final ChannelHandlerContext ctx;
     private final String method;
@@ -87,7 +91,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
     private int status;
 
     /** Copies what it needs from {@code req}; the caller keeps ownership of the request's buffer. */
-    ProxyExchange(ProxyHandler connection, ProxyContext cx, ChannelHandlerContext ctx, FullHttpRequest req) {
+    ProxyExchange(ExchangeQueue connection, ProxyContext cx, ChannelHandlerContext ctx, FullHttpRequest req) {
         this.connection = connection;
         this.cx = cx;
         this.ctx = ctx;
@@ -98,7 +102,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
         this.malformed = !req.decoderResult().isSuccess();
         this.keepAlive = HttpUtil.isKeepAlive(req);
         this.http11 = req.protocolVersion().equals(HttpVersion.HTTP_1_1);
-        this.wantsTrailers = ProxyMessages.acceptsTrailers(req.headers());
+        this.wantsTrailers = RelayHeaders.acceptsTrailers(req.headers());
         this.requestHeaders = req.headers().copy();
         this.body = ByteBufUtil.getBytes(req.content());
         this.clientBody = body;
@@ -106,7 +110,8 @@ final class ProxyExchange implements UpstreamPool.Listener {
         this.debugId = req.headers().get("x-slime-request-id");
     }
 
-    void start() {
+    @Override
+    public void start() {
         cx.stats.started();
         if (cx.config.debugRequests()) {
             LOG.info("request start id={} {} /{}", debugId, method, route.name());
@@ -246,12 +251,12 @@ final class ProxyExchange implements UpstreamPool.Listener {
                 return;
             }
             upstream = (Channel) f.getNow();
-            upstream.attr(UpstreamPool.LISTENER).set(this);
+            UpstreamPool.attach(upstream, this);
             if (body != clientBody) {
                 // The rewrite produced UTF-8 (docs/protocol/sidecar-http.md §4.1): a declared UTF-16/32 charset would now lie.
                 requestHeaders.set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON);
             }
-            FullHttpRequest out = ProxyMessages.upstreamRequest(method, route.forwardTarget(uri), requestHeaders, body, cx.pool);
+            FullHttpRequest out = cx.pool.request(method, route.forwardTarget(uri), requestHeaders, body);
             timeout = ctx.executor().schedule(this::timedOut,
                     cx.config.upstreamTimeout().toMillis(), TimeUnit.MILLISECONDS);
             upstream.writeAndFlush(out).addListener(w -> {
@@ -532,7 +537,8 @@ final class ProxyExchange implements UpstreamPool.Listener {
     }
 
     /** The client's channel became writable or not: a slow client pauses reading from the engine. */
-    void clientWritability(boolean writable) {
+    @Override
+    public void clientWritability(boolean writable) {
         Channel ch = upstream;
         if (ch != null && phase == Phase.RELAYING) {
             ch.config().setAutoRead(writable);
@@ -544,7 +550,8 @@ final class ProxyExchange implements UpstreamPool.Listener {
      *
      * @return false when the exchange had already finished
      */
-    boolean clientGone() {
+    @Override
+    public boolean clientGone() {
         if (phase == Phase.DONE) {
             return false;
         }
@@ -587,7 +594,7 @@ final class ProxyExchange implements UpstreamPool.Listener {
             response.release();
             return;
         }
-        ProxyMessages.connectionHeader(response, keepAlive, http11);
+        RelayHeaders.connection(response, keepAlive, http11);
         complete(response, response.status().code());
     }
 

@@ -1,5 +1,7 @@
 package dev.stitch.sidecar.proxy;
 
+import dev.stitch.relay.ExchangeQueue;
+import dev.stitch.relay.UpstreamPool;
 import dev.stitch.sync.AdmissionControl;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -15,7 +17,6 @@ import java.net.InetSocketAddress;
 import java.net.URI;
 import java.time.Duration;
 import java.util.LinkedHashSet;
-import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
@@ -227,7 +228,7 @@ public final class ProxyServer implements AutoCloseable {
                         ch.pipeline().addLast(client.messageSide());
                         ch.pipeline().addLast(new HttpServerExpectContinueHandler());
                         ch.pipeline().addLast(new ProxyBodyLimit(rules));
-                        ch.pipeline().addLast(new ProxyHandler(rules));
+                        ch.pipeline().addLast(new ExchangeQueue((queue, ctx, req) -> new ProxyExchange(queue, rules, ctx, req)));
                     }
                 });
         try {
@@ -272,10 +273,5 @@ public final class ProxyServer implements AutoCloseable {
             endpointExecutor.shutdownNow();
             endpointExecutor = null;
         }
-    }
-
-    static List<String> hopByHop() {
-        return List.of("connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-                "te", "trailer", "transfer-encoding", "upgrade");
     }
 }

@@ -3,6 +3,7 @@ package dev.stitch.sidecar.control;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
@@ -33,6 +34,44 @@ class StateChangeNotifierTest {
             assertEquals(2, woken.state().version());
             // already behind: at once
             assertEquals(seq + 1, n.await(seq, 25_000).get(DEADLINE_S, TimeUnit.SECONDS).seq());
+        }
+    }
+
+    @Test
+    void loadChangesAloneAreAnsweredAtMostOncePerIntervalAndCarryTheNewestLoad() throws Exception {
+        AtomicReference<Snapshot> state = new AtomicReference<>(new Snapshot(1, 0));
+        long interval = 300;
+        try (StateChangeNotifier<Snapshot> n = new StateChangeNotifier<>(state::get, s -> s.version(),
+                s -> s.busy() > 0, interval)) {
+            long seq = n.await(Long.MIN_VALUE, 0).get(DEADLINE_S, TimeUnit.SECONDS).seq();
+            // the first load change after a quiet interval is answered at once
+            Thread.sleep(interval);
+            state.set(new Snapshot(1, 1));
+            n.poke();
+            StateChangeNotifier.Numbered<Snapshot> first = n.await(seq, 25_000).get(DEADLINE_S, TimeUnit.SECONDS);
+            assertEquals(1, first.state().busy());
+            long firstAt = System.nanoTime();
+            // crossings right after it wait for the interval, then one answer carries the newest load
+            CompletableFuture<StateChangeNotifier.Numbered<Snapshot>> parked = n.await(first.seq(), 25_000);
+            state.set(new Snapshot(1, 0));
+            n.poke();
+            state.set(new Snapshot(1, 3));
+            n.poke();
+            state.set(new Snapshot(1, 0));
+            n.poke();
+            StateChangeNotifier.Numbered<Snapshot> second = parked.get(DEADLINE_S, TimeUnit.SECONDS);
+            assertTrue(System.nanoTime() - firstAt >= TimeUnit.MILLISECONDS.toNanos(interval) - 5_000_000,
+                    "a load change inside the interval waits for its end");
+            assertEquals(first.seq() + 1, second.seq());
+            assertEquals(0, second.state().busy());
+            // a change of the key is answered at once, whatever the load did just before
+            CompletableFuture<StateChangeNotifier.Numbered<Snapshot>> next = n.await(second.seq(), 25_000);
+            long before = System.nanoTime();
+            state.set(new Snapshot(2, 1));
+            n.poke();
+            assertEquals(2, next.get(DEADLINE_S, TimeUnit.SECONDS).state().version());
+            assertTrue(System.nanoTime() - before < TimeUnit.MILLISECONDS.toNanos(interval),
+                    "a version change does not wait for the load interval");
         }
     }
 

@@ -1,4 +1,7 @@
-package dev.stitch.sidecar.proxy;
+package dev.stitch.relay;
+
+import dev.stitch.protocol.CanonicalJson;
+import dev.stitch.sidecar.proxy.EventLoops;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.Unpooled;
@@ -16,12 +19,15 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.AttributeKey;
@@ -32,23 +38,26 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keep-alive connections to the engine, one pool per event loop so that a proxied exchange runs on
- * a single thread end to end. Idle connections are closed before the engine's own keep-alive
- * timeout (uvicorn: 5 s) would race a new request.
+ * Keep-alive connections to one upstream (the sidecar's engine, or one replica of the router), one pool per
+ * event loop so that a relayed exchange runs on a single thread end to end. Idle connections are closed before
+ * the upstream's own keep-alive timeout (uvicorn: 5 s) would race a new request.
  */
-final class UpstreamPool implements AutoCloseable {
+public final class UpstreamPool implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(UpstreamPool.class);
-    static final AttributeKey<Listener> LISTENER = AttributeKey.valueOf("stitch.upstream.listener");
+    private static final AttributeKey<Listener> LISTENER = AttributeKey.valueOf("stitch.upstream.listener");
     private static final int IDLE_CLOSE_S = 4;
+    private static final Set<String> REQUEST_SKIP = Set.of("host", "content-length", "expect");
 
     /** Receives the events of the one exchange that currently owns a pooled channel. */
-    interface Listener {
+    public interface Listener {
         void onResponse(Channel ch, HttpObject msg);
 
         void onClosed(Channel ch);
@@ -60,25 +69,29 @@ final class UpstreamPool implements AutoCloseable {
     private final InetSocketAddress address;
     private final String hostHeader;
     private final Duration connectTimeout;
+    /** The client TLS context for an https upstream (the JDK's trust store), or null. */
+    private final SslContext tls;
     private final Map<EventLoop, SimpleChannelPool> pools = new ConcurrentHashMap<>();
 
-    UpstreamPool(URI upstream, Duration connectTimeout) {
-        if (upstream.getHost() == null || !"http".equalsIgnoreCase(upstream.getScheme())) {
-            throw new IllegalArgumentException("upstream URL must be http://host:port, got " + upstream);
+    public UpstreamPool(URI upstream, Duration connectTimeout) {
+        boolean tls = "https".equalsIgnoreCase(upstream.getScheme());
+        if (upstream.getHost() == null || !tls && !"http".equalsIgnoreCase(upstream.getScheme())) {
+            throw new IllegalArgumentException("upstream URL must be http(s)://host:port, got " + upstream);
         }
         this.upstream = upstream;
-        int port = upstream.getPort() < 0 ? 80 : upstream.getPort();
+        int port = upstream.getPort() < 0 ? (tls ? 443 : 80) : upstream.getPort();
+        this.tls = tls ? clientTls() : null;
         this.address = InetSocketAddress.createUnresolved(upstream.getHost(), port);
         this.hostHeader = upstream.getHost() + (upstream.getPort() < 0 ? "" : ":" + port);
         this.connectTimeout = connectTimeout;
     }
 
-    String hostHeader() {
+    public String hostHeader() {
         return hostHeader;
     }
 
     /** The path prefix of the upstream URL (without trailing slash), prepended to forwarded paths. */
-    String basePath() {
+    public String basePath() {
         String p = upstream.getRawPath();
         if (p == null || p.isEmpty() || p.equals("/")) {
             return "";
@@ -86,13 +99,31 @@ final class UpstreamPool implements AutoCloseable {
         return p.endsWith("/") ? p.substring(0, p.length() - 1) : p;
     }
 
+    /**
+     * The request to the upstream: the client's method, target (under the upstream's base path) and end-to-end
+     * headers, with the upstream's {@code Host} and the length of {@code body}.
+     */
+    public FullHttpRequest request(String method, String target, HttpHeaders clientHeaders, byte[] body) {
+        FullHttpRequest out = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.valueOf(method),
+                basePath() + (target.startsWith("/") ? target : "/" + target), Unpooled.wrappedBuffer(body));
+        RelayHeaders.copy(clientHeaders, out.headers(), REQUEST_SKIP);
+        out.headers().set(HttpHeaderNames.HOST, hostHeader);
+        HttpUtil.setContentLength(out, body.length);
+        return out;
+    }
+
     /** Acquires a connected channel on this event loop; the future fails when the engine is unreachable. */
-    Future<Channel> acquire(EventLoop loop) {
+    public Future<Channel> acquire(EventLoop loop) {
         return pools.computeIfAbsent(loop, this::newPool).acquire();
     }
 
+    /** Makes {@code listener} the receiver of a pooled channel's events until it is released or discarded. */
+    public static void attach(Channel ch, Listener listener) {
+        ch.attr(LISTENER).set(listener);
+    }
+
     /** Returns a channel whose exchange has completed; a closed channel is dropped by the pool. */
-    void release(Channel ch) {
+    public void release(Channel ch) {
         ch.attr(LISTENER).set(null);
         SimpleChannelPool pool = pools.get(ch.eventLoop());
         if (pool != null) {
@@ -103,7 +134,7 @@ final class UpstreamPool implements AutoCloseable {
     }
 
     /** Closes a channel mid-exchange (cancel, cut, timeout) and gives its pool slot back. */
-    void discard(Channel ch) {
+    public void discard(Channel ch) {
         ch.attr(LISTENER).set(null);
         ch.close();
         SimpleChannelPool pool = pools.get(ch.eventLoop());
@@ -116,9 +147,10 @@ final class UpstreamPool implements AutoCloseable {
      * Best-effort {@code POST /abort_request {"rid": rid}} (docs/protocol/sidecar-http.md §4.7); failures are
      * logged, the call gives up after {@code timeout}.
      */
-    void abort(EventLoop loop, String rid, Duration timeout) {
-        byte[] body = ("{\"rid\":" + new String(JsonObjectEditor.quote(rid), StandardCharsets.UTF_8) + "}")
-                .getBytes(StandardCharsets.UTF_8);
+    public void abort(EventLoop loop, String rid, Duration timeout) {
+        StringBuilder json = new StringBuilder("{\"rid\":");
+        CanonicalJson.appendString(json, rid);
+        byte[] body = json.append('}').toString().getBytes(StandardCharsets.UTF_8);
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
                 basePath() + "/abort_request", Unpooled.wrappedBuffer(body));
         req.headers().set(HttpHeaderNames.HOST, hostHeader);
@@ -190,11 +222,22 @@ final class UpstreamPool implements AutoCloseable {
         return new SimpleChannelPool(b, new AbstractChannelPoolHandler() {
             @Override
             public void channelCreated(Channel ch) {
+                if (tls != null) {
+                    ch.pipeline().addLast(tls.newHandler(ch.alloc(), address.getHostString(), address.getPort()));
+                }
                 ch.pipeline().addLast(new IdleStateHandler(0, 0, IDLE_CLOSE_S, TimeUnit.SECONDS));
                 ch.pipeline().addLast(new HttpClientCodec(4096, 65536, 65536));
                 ch.pipeline().addLast(new Relay());
             }
         }, ChannelHealthChecker.ACTIVE, true, false);
+    }
+
+    private static SslContext clientTls() {
+        try {
+            return SslContextBuilder.forClient().build();
+        } catch (SSLException e) {
+            throw new IllegalStateException("cannot set up TLS for the upstream: " + e.getMessage(), e);
+        }
     }
 
     @Override

@@ -1,4 +1,4 @@
-package dev.stitch.sidecar.proxy;
+package dev.stitch.relay;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -10,21 +10,28 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One client connection of the proxy. Requests on a connection are handled one at a time (pipelined
- * ones wait in order), each as a {@link ProxyExchange}; every step of an exchange, including the
- * engine side, runs on this connection's event loop, so exchange state needs no locking.
+ * The last handler of one client connection, shared by the sidecar's proxy and the router. Requests on a
+ * connection are answered one at a time and in order (pipelined ones wait here), each as an {@link Exchange};
+ * every step of an exchange, its upstream side included, runs on this connection's event loop, so exchange
+ * state needs no locking.
  */
-final class ProxyHandler extends ChannelInboundHandlerAdapter {
-    private static final Logger LOG = LoggerFactory.getLogger(ProxyHandler.class);
+public final class ExchangeQueue extends ChannelInboundHandlerAdapter {
+    private static final Logger LOG = LoggerFactory.getLogger(ExchangeQueue.class);
 
-    private final ProxyContext cx;
+    /** Makes the exchange for one request; it copies what it needs, the queue releases the request after start. */
+    @FunctionalInterface
+    public interface Factory {
+        Exchange open(ExchangeQueue queue, ChannelHandlerContext ctx, FullHttpRequest request);
+    }
+
+    private final Factory factory;
     private final ArrayDeque<FullHttpRequest> queued = new ArrayDeque<>();
     private ChannelHandlerContext ctx;
-    private ProxyExchange current;
+    private Exchange current;
     private boolean closed;
 
-    ProxyHandler(ProxyContext cx) {
-        this.cx = cx;
+    public ExchangeQueue(Factory factory) {
+        this.factory = factory;
     }
 
     @Override
@@ -59,7 +66,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        // A slow client throttles the engine stream instead of letting relayed chunks pile up in memory.
+        // A slow client throttles the upstream stream instead of letting relayed chunks pile up in memory.
         if (current != null) {
             current.clientWritability(ctx.channel().isWritable());
         }
@@ -69,18 +76,18 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (!(cause instanceof IOException)) {
-            LOG.warn("proxy connection error: {}", cause.toString());
+            LOG.warn("client connection error: {}", cause.toString());
         }
         ctx.close();
     }
 
     /** Whether the client connection has gone inactive. */
-    boolean isClosed() {
+    public boolean isClosed() {
         return closed;
     }
 
     /** Called by an exchange once its response is complete; starts the next pipelined request if any. */
-    void exchangeDone(ProxyExchange ex, boolean keepAlive) {
+    public void exchangeDone(Exchange ex, boolean keepAlive) {
         if (current != ex) {
             return;
         }
@@ -96,7 +103,7 @@ final class ProxyHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void begin(FullHttpRequest req) {
-        ProxyExchange ex = new ProxyExchange(this, cx, ctx, req);
+        Exchange ex = factory.open(this, ctx, req);
         current = ex;
         try {
             ex.start();
