@@ -58,6 +58,11 @@ public final class RouterCommand implements StitchSubcommand, java.util.concurre
             description = "How long to wait for a sidecar's response head (default ${DEFAULT-VALUE}).")
     Duration upstreamTimeout;
 
+    @Option(names = "--catch-up-wait", converter = DurationConverter.class, defaultValue = "500ms", paramLabel = "DURATION",
+            description = "How long a request may wait for a replica that is catching up to its version, instead of a "
+                    + "409 at once; 0 answers at once (default ${DEFAULT-VALUE}).")
+    Duration catchUpWait;
+
     @Override
     public Integer call() throws Exception {
         int colon = listen.lastIndexOf(':');
@@ -83,7 +88,7 @@ public final class RouterCommand implements StitchSubcommand, java.util.concurre
         }
         RouterServer.Config config = new RouterServer.Config(listen.substring(0, colon), port, replicas, replicasFile,
                 routes.isEmpty() ? ProxyServer.DEFAULT_VERSIONED_ROUTES : routes, maxBody, upstreamTimeout, 30_000, 1_000,
-                100_000, rolling);
+                100_000, rolling, catchUpWait);
         try (RouterServer server = new RouterServer(config)) {
             System.out.println("router listening on " + server.address() + " for " + server.fleet().urls().size()
                     + " replica(s)");

@@ -48,11 +48,12 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
 
     /** What every exchange of one router shares. */
     record Context(Fleet fleet, ReplicaUpstreams upstreams, RouterRoutes routes, RollingUpdatePolicy rolling,
-                   RouterMetrics metrics, SessionTable sessions, RequestConstraint requests, long upstreamTimeoutMs) {
+                   RouterMetrics metrics, SessionTable sessions, RequestConstraint requests, long upstreamTimeoutMs,
+                   FleetChangeWaiters waiters, long catchUpWaitMs) {
     }
 
     /** Phases of one exchange. */
-    private enum Phase { ROUTING, FORWARDING, REFUSED, RELAYING, DONE }
+    private enum Phase { ROUTING, WAITING, FORWARDING, REFUSED, RELAYING, DONE }
 
     private final ExchangeQueue queue;
     private final Context cx;
@@ -70,6 +71,9 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
     private String session;
     private Set<String> excluded;
     private int attempt;
+    /** Until when a request whose version a replica is catching up to may wait for the view; 0 before routing. */
+    private long catchUpDeadlineNanos;
+    private boolean waitCounted;
     private RoutingDecision.Forward chosen;
     private ReplicaUpstreams.Upstream upstream;
     private Channel channel;
@@ -113,6 +117,7 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
             cx.rolling().pinnedRouted(routeBy.constraint().target(), System.currentTimeMillis());
         }
         session = headers.get(RouterRoutes.SESSION_HEADER);
+        catchUpDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(cx.catchUpWaitMs());
         route();
     }
 
@@ -124,6 +129,23 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
         }
         RoutingDecision decision = RoutingPolicy.choose(views, routeBy.constraint(), cx.sessions().lastReplica(session));
         if (decision instanceof RoutingDecision.Reject reject) {
+            long left = catchUpDeadlineNanos - System.nanoTime();
+            if (reject.status() == 409 && reject.retryAfter() && left > 0) {
+                // A replica is catching up to this version, and the router hears of its commit one state answer
+                // late: waiting for the view beats a 409 the client would retry anyway (router.md §2.4).
+                if (!waitCounted) {
+                    waitCounted = true;
+                    cx.metrics().waited();
+                }
+                phase = Phase.WAITING;
+                cx.waiters().await(ctx.executor(), TimeUnit.NANOSECONDS.toMillis(left) + 1, () -> {
+                    if (phase == Phase.WAITING) {
+                        phase = Phase.ROUTING;
+                        route();
+                    }
+                });
+                return;
+            }
             cx.metrics().rejected(reject.status(), reject.reason());
             answer(new RouterRoutes.Answer(reject.status(), RouterRoutes.JSON_TYPE, reject.body(),
                     reject.retryAfter() ? Map.of("Retry-After", ProxyErrors.RETRY_AFTER_SECONDS) : Map.of()));

@@ -11,6 +11,7 @@ public final class RouterMetrics {
     final LongAdder rerouted = new LongAdder();
     final LongAdder affinityKept = new LongAdder();
     final LongAdder affinityBroken = new LongAdder();
+    final LongAdder waited = new LongAdder();
     private final Map<String, LongAdder> rejected = new ConcurrentHashMap<>();
 
     void routed(AffinityOutcome affinity) {
@@ -28,6 +29,10 @@ public final class RouterMetrics {
 
     void rerouted() {
         rerouted.increment();
+    }
+
+    void waited() {
+        waited.increment();
     }
 
     /** Count of requests answered at the router with {@code status} and {@code reason}. */
@@ -63,7 +68,10 @@ public final class RouterMetrics {
                 .append("# HELP stitch_router_affinity_total Requests with a session key whose replica was kept or changed.\n")
                 .append("# TYPE stitch_router_affinity_total counter\n")
                 .append("stitch_router_affinity_total{outcome=\"kept\"} ").append(affinityKept.sum()).append('\n')
-                .append("stitch_router_affinity_total{outcome=\"broken\"} ").append(affinityBroken.sum()).append('\n');
+                .append("stitch_router_affinity_total{outcome=\"broken\"} ").append(affinityBroken.sum()).append('\n')
+                .append("# HELP stitch_router_catch_up_waits_total Requests that waited for a replica catching up to their version.\n")
+                .append("# TYPE stitch_router_catch_up_waits_total counter\n")
+                .append("stitch_router_catch_up_waits_total ").append(waited.sum()).append('\n');
         return sb.toString();
     }
 }

@@ -41,11 +41,28 @@ public final class RouterServer implements AutoCloseable {
      * @param pollRetryMs      the pause after a failed state poll
      * @param sessionCapacity  how many session keys affinity remembers
      * @param rolling          the rolling-update policy answering commit permission
+     * @param catchUpWait      how long a request may wait for a replica catching up to its version before 409
      */
     public record Config(String host, int port, List<String> replicas, Path replicasFile, Set<String> versionedRoutes,
                          long maxBodyBytes, Duration upstreamTimeout, long longPollMs, long pollRetryMs,
-                         int sessionCapacity, RollingUpdatePolicy rolling) {
+                         int sessionCapacity, RollingUpdatePolicy rolling, Duration catchUpWait) {
+
+        /** The default of {@code --catch-up-wait}. */
+        public static final Duration DEFAULT_CATCH_UP_WAIT = Duration.ofMillis(500);
+
+        /** Settings with the default catch-up wait. */
+        public Config(String host, int port, List<String> replicas, Path replicasFile, Set<String> versionedRoutes,
+                      long maxBodyBytes, Duration upstreamTimeout, long longPollMs, long pollRetryMs,
+                      int sessionCapacity, RollingUpdatePolicy rolling) {
+            this(host, port, replicas, replicasFile, versionedRoutes, maxBodyBytes, upstreamTimeout, longPollMs,
+                    pollRetryMs, sessionCapacity, rolling, DEFAULT_CATCH_UP_WAIT);
+        }
+
         public Config {
+            Objects.requireNonNull(catchUpWait, "catchUpWait");
+            if (catchUpWait.isNegative()) {
+                throw new IllegalArgumentException("catchUpWait must not be negative");
+            }
             Objects.requireNonNull(host, "host");
             replicas = List.copyOf(replicas);
             versionedRoutes = Set.copyOf(versionedRoutes);
@@ -65,6 +82,7 @@ public final class RouterServer implements AutoCloseable {
     private final EventLoopGroup workers;
     private final Channel channel;
     private final Object changed = new Object();
+    private final FleetChangeWaiters waiters = new FleetChangeWaiters();
     private long changes;
 
     /** The connect timeout to a sidecar; a replica that takes longer is drained and the request re-routed. */
@@ -97,7 +115,7 @@ public final class RouterServer implements AutoCloseable {
         RouterRoutes routes = new RouterRoutes(fleet, upstreams, config.rolling(), metrics);
         RouterExchange.Context cx = new RouterExchange.Context(fleet, upstreams, routes, config.rolling(), metrics,
                 new SessionTable(config.sessionCapacity()), new RequestConstraint(config.versionedRoutes()),
-                config.upstreamTimeout().toMillis());
+                config.upstreamTimeout().toMillis(), waiters, config.catchUpWait().toMillis());
         this.boss = EventLoops.group(1, "stitch-router-accept");
         this.workers = EventLoops.group(IO_THREADS, "stitch-router-io");
         try {
@@ -133,6 +151,7 @@ public final class RouterServer implements AutoCloseable {
     }
 
     private void signalChange() {
+        waiters.changed();
         synchronized (changed) {
             changes++;
             changed.notifyAll();

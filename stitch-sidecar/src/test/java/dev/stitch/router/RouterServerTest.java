@@ -133,6 +133,30 @@ class RouterServerTest {
     }
 
     @Test
+    void aPinToTheVersionAReplicaIsCommittingWaitsForItInsteadOf409() throws Exception {
+        start(1, 1, 1);
+        replicas.get(0).report(2, 0, true, "{}");
+        router.awaitFleet(f -> f.get(0).committing());
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> pinned = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> {
+                    try {
+                        return generate("{\"exact_version\":2}");
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+        // the request is parked at the router, not answered
+        Thread.sleep(100);
+        assertFalse(pinned.isDone(), "a request for a version a replica is committing waits for the view");
+        replicas.get(0).serve(2);
+        replicas.get(0).report(2, 0, false, "{}");
+        HttpResponse<String> rsp = pinned.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(200, rsp.statusCode(), rsp.body());
+        assertEquals(replicas.get(0).url(), servedBy(rsp));
+        assertEquals(0, router.metrics().rejections(409, "WeightVersionNotReady"));
+    }
+
+    @Test
     void invalidConstraintIsRefusedAtTheRouterAsTheSidecarWould() throws Exception {
         start(1, 1, 1);
         HttpResponse<String> rsp = generate("{\"exact_version\":-1}");

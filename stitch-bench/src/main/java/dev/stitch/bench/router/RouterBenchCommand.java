@@ -5,6 +5,9 @@ import dev.stitch.bench.BenchResults;
 import dev.stitch.bench.BenchSubcommand;
 import dev.stitch.bench.ScratchDirectories;
 import dev.stitch.bench.proxy.LoadGenerator;
+import dev.stitch.bench.proxy.ProxyBenchCommand;
+import dev.stitch.bench.proxy.SidecarProcess;
+import dev.stitch.refengine.ReferenceEngine;
 import dev.stitch.cli.ByteSize;
 import dev.stitch.cli.CliFailure;
 import java.io.IOException;
@@ -100,7 +103,7 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
             fleet.digests().put(0L, "");
             fleet.awaitAll(fleet.publish(), Duration.ofSeconds(60));
             router.awaitReplicas(replicas, http);
-            measure(fleet, router, results);
+            measure(fleet, router, results, work);
         } catch (IOException | InterruptedException e) {
             throw new CliFailure("bench router: " + e.getMessage());
         } finally {
@@ -113,7 +116,7 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
         }
     }
 
-    private void measure(RouterFleet fleet, RouterProcess router, BenchResults results)
+    private void measure(RouterFleet fleet, RouterProcess router, BenchResults results, Path work)
             throws IOException, InterruptedException {
         URI routerUrl = router.url();
         PinnedTally viaRouter409 = new PinnedTally();
@@ -167,6 +170,8 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
             satRow.put("requests", sat.completed());
             satRow.put("rps_achieved", round(sat.achievedRps()));
             long satRequests = Math.max(1, sat.completed() + sat.errors());
+            double routerCpuMs = (cpu3[0] - cpu2[0]) / 1e6 / satRequests;
+            double[] chain = chainCpuPerRequest(work, body);
 
             Map<String, Object> s = results.row();
             s.put("phase", "summary");
@@ -180,19 +185,62 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
             s.put("router_added_p99_ms", round(percentile(paced.latenciesNanos(), 0.99) - percentile(directLatency, 0.99)));
             // The sidecar's target is set at saturation (bench proxy): the same measure here, whole process and
             // without the JIT compiler threads; the paced figure shows what a lightly loaded router spends.
-            s.put("router_cpu_ms_per_request", round((cpu3[0] - cpu2[0]) / 1e6 / satRequests));
+            s.put("router_cpu_ms_per_request", round(routerCpuMs));
             s.put("router_cpu_ms_per_request_excl_jit", round((cpu3[1] - cpu2[1]) / 1e6 / satRequests));
             s.put("router_cpu_ms_per_request_paced", round(pacedCpu / 1e6 / Math.max(1, paced.completed())));
             s.put("router_saturation_rps", round(sat.achievedRps()));
+            // the same requests through router and sidecar: the router's cost against the sidecar's, in one window
+            s.put("chain_router_cpu_ms_per_request", round(chain[0]));
+            s.put("chain_router_cpu_ms_per_request_excl_jit", round(chain[1]));
+            s.put("chain_sidecar_cpu_ms_per_request", round(chain[2]));
+            s.put("chain_sidecar_cpu_ms_per_request_excl_jit", round(chain[3]));
+            s.put("chain_rps", round(chain[4]));
+            s.put("router_cpu_vs_sidecar", round(chain[0] / chain[2]));
             s.put("paced_errors", paced.errors());
             System.out.printf(Locale.ROOT, "409s among satisfiable pins: router %.4f, direct %.4f; held previous served %d; "
-                            + "router adds p99 %.3f ms at %d rps; CPU per request %.4f ms at saturation (%.0f req/s), "
-                            + "%.4f ms paced; mislabeled %d%n",
+                            + "router adds p99 %.3f ms at %d rps; mislabeled %d%n",
                     viaRouter409.rate(), direct409.rate(), viaRouter409.heldPrevious.get(), (double) s.get("router_added_p99_ms"),
-                    rps, (double) s.get("router_cpu_ms_per_request"), sat.achievedRps(),
-                    (double) s.get("router_cpu_ms_per_request_paced"), (long) s.get("mislabeled"));
+                    rps, (long) s.get("mislabeled"));
+            System.out.printf(Locale.ROOT, "router CPU per request: %.4f ms at saturation over the fleet (%.0f req/s), "
+                            + "%.4f ms at %d req/s; chained with a sidecar at %.0f req/s: router %.4f ms, sidecar %.4f ms "
+                            + "(%.2fx)%n", routerCpuMs, sat.achievedRps(), (double) s.get("router_cpu_ms_per_request_paced"),
+                    rps, chain[4], chain[0], chain[2], chain[0] / chain[2]);
         } finally {
             direct.forEach(LoadGenerator::close);
+        }
+    }
+
+    /**
+     * The baseline of the CPU target, in the same run: a chain client → router → sidecar → reference engine, with
+     * the router and the sidecar each a child process (the sidecar as {@code bench proxy} runs it), saturated by
+     * the same load generator. Both see exactly the same requests at the same rate, so their CPU per request
+     * compares the work each does for a request and nothing else.
+     *
+     * @return router CPU ms per request, the same without JIT threads, sidecar CPU ms per request, the same
+     *         without JIT threads, and the rate achieved
+     */
+    private double[] chainCpuPerRequest(Path work, byte[] body) throws IOException, InterruptedException {
+        Path dir = Files.createDirectories(work.resolve("chain"));
+        try (ReferenceEngine engine = new ReferenceEngine(ReferenceEngine.Config.local(ProxyBenchCommand.tinyModel(dir))).start();
+             SidecarProcess sidecar = SidecarProcess.start(dir, engine.url(), "512m")) {
+            sidecar.awaitReady(Duration.ofSeconds(60));
+            try (RouterProcess router = RouterProcess.start(List.of("http://127.0.0.1:" + sidecar.port()),
+                    dir.resolve("router.log"))) {
+                router.awaitReplicas(1, http);
+                try (LoadGenerator load = new LoadGenerator("127.0.0.1", router.url().getPort(), "/generate", body,
+                        CONCURRENCY)) {
+                    // fresh JVMs: warmed as long as the fleet's router had been before its saturation run
+                    load.closedLoop(WARMUP_S + durationS);
+                    long[] r0 = router.cpu();
+                    long[] s0 = sidecar.cpuNanos();
+                    LoadGenerator.Result r = load.closedLoop(durationS);
+                    long[] r1 = router.cpu();
+                    long[] s1 = sidecar.cpuNanos();
+                    double n = Math.max(1, r.completed() + r.errors());
+                    return new double[] {(r1[0] - r0[0]) / 1e6 / n, (r1[1] - r0[1]) / 1e6 / n,
+                        (s1[0] - s0[0]) / 1e6 / n, (s1[1] - s0[1]) / 1e6 / n, r.achievedRps()};
+                }
+            }
         }
     }
 
@@ -236,7 +284,7 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
     }
 
     private static HttpRequest generate(URI base, long pinned) {
-        String constraint = pinned < 0 ? "" : ", \"weight_version\": {\"exact_version\": " + pinned + "}";
+        String constraint = ", \"weight_version\": {\"exact_version\": " + pinned + "}";
         return HttpRequest.newBuilder(base.resolve("/generate")).timeout(Duration.ofSeconds(30))
                 .POST(HttpRequest.BodyPublishers.ofString("{\"text\": \"bench\", \"sampling_params\": {\"max_new_tokens\": 1}"
                         + constraint + "}")).build();
