@@ -21,6 +21,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpUtil;
@@ -58,11 +59,14 @@ public final class UpstreamPool implements AutoCloseable {
 
     /** Receives the events of the one exchange that currently owns a pooled channel. */
     public interface Listener {
-        void onResponse(Channel ch, HttpObject msg);
+        /** The response's status and headers; a {@code 100 Continue} is skipped. */
+        void onHead(Channel ch, HttpResponse head);
 
-        void onClosed(Channel ch);
+        /** A piece of the body, the last one a {@link LastHttpContent}; the listener owns it. */
+        void onContent(Channel ch, HttpContent content);
 
-        void onFailure(Channel ch, Throwable cause);
+        /** The connection closed, failed or sent what does not parse before the exchange was released. */
+        void onBroken(Channel ch, String why);
     }
 
     private final URI upstream;
@@ -171,14 +175,17 @@ public final class UpstreamPool implements AutoCloseable {
                 private boolean keepAlive = true;
 
                 @Override
-                public void onResponse(Channel c, HttpObject msg) {
-                    if (msg instanceof HttpResponse r) {
-                        keepAlive = HttpUtil.isKeepAlive(r);
-                        if (r.status().code() >= 300) {
-                            LOG.warn("abort_request for rid {} answered {}", rid, r.status());
-                        }
+                public void onHead(Channel c, HttpResponse r) {
+                    keepAlive = HttpUtil.isKeepAlive(r);
+                    if (r.status().code() >= 300) {
+                        LOG.warn("abort_request for rid {} answered {}", rid, r.status());
                     }
-                    if (msg instanceof LastHttpContent) {
+                }
+
+                @Override
+                public void onContent(Channel c, HttpContent content) {
+                    content.release();
+                    if (content instanceof LastHttpContent) {
                         timer.cancel(false);
                         if (keepAlive) {
                             release(c);
@@ -189,15 +196,9 @@ public final class UpstreamPool implements AutoCloseable {
                 }
 
                 @Override
-                public void onClosed(Channel c) {
+                public void onBroken(Channel c, String why) {
                     timer.cancel(false);
-                    discard(c);
-                }
-
-                @Override
-                public void onFailure(Channel c, Throwable cause) {
-                    timer.cancel(false);
-                    LOG.warn("abort_request for rid {} failed: {}", rid, cause.toString());
+                    LOG.warn("abort_request for rid {} failed: {}", rid, why);
                     discard(c);
                 }
             });
@@ -257,14 +258,28 @@ public final class UpstreamPool implements AutoCloseable {
                 ctx.close();
                 return;
             }
-            l.onResponse(ctx.channel(), h);
+            if (!h.decoderResult().isSuccess()) {
+                ReferenceCountUtil.release(msg);
+                l.onBroken(ctx.channel(), "the upstream sent an unparseable response: " + h.decoderResult().cause());
+                return;
+            }
+            if (h instanceof HttpResponse head) {
+                if (head.status().code() == 100) {
+                    ReferenceCountUtil.release(msg);
+                    return;
+                }
+                l.onHead(ctx.channel(), head);
+            }
+            if (h instanceof HttpContent content) {
+                l.onContent(ctx.channel(), content);
+            }
         }
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             Listener l = ctx.channel().attr(LISTENER).get();
             if (l != null) {
-                l.onClosed(ctx.channel());
+                l.onBroken(ctx.channel(), "the upstream closed the connection before the response was complete");
             }
         }
 
@@ -279,7 +294,7 @@ public final class UpstreamPool implements AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             Listener l = ctx.channel().attr(LISTENER).get();
             if (l != null) {
-                l.onFailure(ctx.channel(), cause);
+                l.onBroken(ctx.channel(), "the upstream connection failed: " + cause);
             }
             ctx.close();
         }

@@ -20,7 +20,6 @@ import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpObject;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
@@ -199,25 +198,19 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
     }
 
     @Override
-    public void onResponse(Channel ch, HttpObject msg) {
-        if (ch != channel || phase == Phase.DONE) {
-            ReferenceCountUtil.release(msg);
-            return;
-        }
-        if (!msg.decoderResult().isSuccess()) {
-            ReferenceCountUtil.release(msg);
-            upstreamBroken("the replica sent an unparseable response: " + msg.decoderResult().cause());
-            return;
-        }
-        if (msg instanceof HttpResponse head) {
-            if (head.status().code() == 100) {
-                return;
-            }
+    public void onHead(Channel ch, HttpResponse head) {
+        if (ch == channel && phase != Phase.DONE) {
             responseHead(head);
         }
-        if (msg instanceof HttpContent content) {
-            responseContent(content);
+    }
+
+    @Override
+    public void onContent(Channel ch, HttpContent content) {
+        if (ch != channel || phase == Phase.DONE) {
+            content.release();
+            return;
         }
+        responseContent(content);
     }
 
     private void responseHead(HttpResponse head) {
@@ -292,16 +285,9 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
     }
 
     @Override
-    public void onClosed(Channel ch) {
+    public void onBroken(Channel ch, String why) {
         if (ch == channel && phase != Phase.DONE) {
-            upstreamBroken("the replica closed the connection before the response was complete");
-        }
-    }
-
-    @Override
-    public void onFailure(Channel ch, Throwable cause) {
-        if (ch == channel && phase != Phase.DONE) {
-            upstreamBroken("the replica connection failed: " + cause);
+            upstreamBroken(why);
         }
     }
 
