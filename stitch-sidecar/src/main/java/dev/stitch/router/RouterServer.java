@@ -82,6 +82,7 @@ public final class RouterServer implements AutoCloseable {
     private final EventLoopGroup workers;
     private final Channel channel;
     private final Object changed = new Object();
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     private final FleetChangeWaiters waiters = new FleetChangeWaiters();
     private long changes;
 
@@ -170,8 +171,12 @@ public final class RouterServer implements AutoCloseable {
         }
     }
 
+    /** Stops listening, polling and relaying; a second call does nothing. */
     @Override
     public void close() {
+        if (closed.getAndSet(true)) {
+            return;
+        }
         if (replicasFile != null) {
             replicasFile.close();
         }
