@@ -152,18 +152,41 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
             saturating.closedLoop(WARMUP_S);
             viaRouter.openLoop(rps, WARMUP_S);
             spread(direct, WARMUP_S);
-            long[] directLatency = spread(direct, durationS);
-            long[] cpu0 = router.cpu();
-            LoadGenerator.Result paced = viaRouter.openLoop(rps, durationS);
+            // The two paths alternate in one-second slices, so that the noise of a shared machine (other
+            // processes, the bench JVM's own collections) falls on both alike rather than on whichever ran later.
+            int slices = Math.max(1, (int) Math.round(durationS));
+            double slice = durationS / slices;
+            java.util.stream.LongStream.Builder directNanos = java.util.stream.LongStream.builder();
+            java.util.stream.LongStream.Builder routerNanos = java.util.stream.LongStream.builder();
+            long routerCpuNanos = 0;
+            long routerCompleted = 0;
+            long routerErrors = 0;
+            double routerSeconds = 0;
+            for (int k = 0; k < slices; k++) {
+                for (long l : spread(direct, slice)) {
+                    directNanos.add(l);
+                }
+                long[] before = router.cpu();
+                LoadGenerator.Result r = viaRouter.openLoop(rps, slice);
+                routerCpuNanos += router.cpu()[0] - before[0];
+                for (long l : r.latenciesNanos()) {
+                    routerNanos.add(l);
+                }
+                routerCompleted += r.completed();
+                routerErrors += r.errors();
+                routerSeconds += r.elapsedSeconds();
+            }
+            long[] directLatency = directNanos.build().toArray();
+            long[] routerLatency = routerNanos.build().toArray();
             long[] cpu1 = router.cpu();
-            TimeUnit.MILLISECONDS.sleep((long) (paced.elapsedSeconds() * 1000));
+            TimeUnit.MILLISECONDS.sleep((long) (routerSeconds * 1000));
             long[] cpu2 = router.cpu();
             // What the router spends with no request at all (its state long polls) is not charged to requests.
-            long pacedCpu = Math.max(0, (cpu1[0] - cpu0[0]) - (cpu2[0] - cpu1[0]));
+            long pacedCpu = Math.max(0, routerCpuNanos - (cpu2[0] - cpu1[0]));
             LoadGenerator.Result sat = saturating.closedLoop(durationS);
             long[] cpu3 = router.cpu();
             latencyRow(results, "direct", directLatency);
-            latencyRow(results, "router", paced.latenciesNanos());
+            latencyRow(results, "router", routerLatency);
             Map<String, Object> satRow = results.row();
             satRow.put("phase", "saturation");
             satRow.put("path", "router");
@@ -181,13 +204,13 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
             s.put("mislabeled", viaRouter409.mislabeled.get() + direct409.mislabeled.get());
             s.put("held_previous_served", viaRouter409.heldPrevious.get());
             s.put("rps", rps);
-            s.put("router_added_p50_ms", round(percentile(paced.latenciesNanos(), 0.5) - percentile(directLatency, 0.5)));
-            s.put("router_added_p99_ms", round(percentile(paced.latenciesNanos(), 0.99) - percentile(directLatency, 0.99)));
+            s.put("router_added_p50_ms", round(percentile(routerLatency, 0.5) - percentile(directLatency, 0.5)));
+            s.put("router_added_p99_ms", round(percentile(routerLatency, 0.99) - percentile(directLatency, 0.99)));
             // The sidecar's target is set at saturation (bench proxy): the same measure here, whole process and
             // without the JIT compiler threads; the paced figure shows what a lightly loaded router spends.
             s.put("router_cpu_ms_per_request", round(routerCpuMs));
             s.put("router_cpu_ms_per_request_excl_jit", round((cpu3[1] - cpu2[1]) / 1e6 / satRequests));
-            s.put("router_cpu_ms_per_request_paced", round(pacedCpu / 1e6 / Math.max(1, paced.completed())));
+            s.put("router_cpu_ms_per_request_paced", round(pacedCpu / 1e6 / Math.max(1, routerCompleted)));
             s.put("router_saturation_rps", round(sat.achievedRps()));
             // the same requests through router and sidecar: the router's cost against the sidecar's, in one window
             s.put("chain_router_cpu_ms_per_request", round(chain[0]));
@@ -196,15 +219,18 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
             s.put("chain_sidecar_cpu_ms_per_request_excl_jit", round(chain[3]));
             s.put("chain_rps", round(chain[4]));
             s.put("router_cpu_vs_sidecar", round(chain[0] / chain[2]));
-            s.put("paced_errors", paced.errors());
+            s.put("chain_router_added_p50_ms", round(chain[5]));
+            s.put("chain_router_added_p99_ms", round(chain[6]));
+            s.put("paced_errors", routerErrors);
             System.out.printf(Locale.ROOT, "409s among satisfiable pins: router %.4f, direct %.4f; held previous served %d; "
                             + "router adds p99 %.3f ms at %d rps; mislabeled %d%n",
                     viaRouter409.rate(), direct409.rate(), viaRouter409.heldPrevious.get(), (double) s.get("router_added_p99_ms"),
                     rps, (long) s.get("mislabeled"));
             System.out.printf(Locale.ROOT, "router CPU per request: %.4f ms at saturation over the fleet (%.0f req/s), "
                             + "%.4f ms at %d req/s; chained with a sidecar at %.0f req/s: router %.4f ms, sidecar %.4f ms "
-                            + "(%.2fx)%n", routerCpuMs, sat.achievedRps(), (double) s.get("router_cpu_ms_per_request_paced"),
-                    rps, chain[4], chain[0], chain[2], chain[0] / chain[2]);
+                            + "(%.2fx); in front of that sidecar at %d req/s the router adds p50 %.3f ms, p99 %.3f ms%n",
+                    routerCpuMs, sat.achievedRps(), (double) s.get("router_cpu_ms_per_request_paced"),
+                    rps, chain[4], chain[0], chain[2], chain[0] / chain[2], rps, chain[5], chain[6]);
         } finally {
             direct.forEach(LoadGenerator::close);
         }
@@ -217,7 +243,8 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
      * compares the work each does for a request and nothing else.
      *
      * @return router CPU ms per request, the same without JIT threads, sidecar CPU ms per request, the same
-     *         without JIT threads, and the rate achieved
+     *         without JIT threads, the rate achieved, and the router's added p50 and p99 in ms over the sidecar
+     *         alone at {@code --rps}
      */
     private double[] chainCpuPerRequest(Path work, byte[] body) throws IOException, InterruptedException {
         Path dir = Files.createDirectories(work.resolve("chain"));
@@ -228,7 +255,11 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
                     dir.resolve("router.log"))) {
                 router.awaitReplicas(1, http);
                 try (LoadGenerator load = new LoadGenerator("127.0.0.1", router.url().getPort(), "/generate", body,
-                        CONCURRENCY)) {
+                        CONCURRENCY);
+                     LoadGenerator viaRouter = new LoadGenerator("127.0.0.1", router.url().getPort(), "/generate", body,
+                             CONNECTIONS);
+                     LoadGenerator direct = new LoadGenerator("127.0.0.1", sidecar.port(), "/generate", body,
+                             CONNECTIONS)) {
                     // fresh JVMs: warmed as long as the fleet's router had been before its saturation run
                     load.closedLoop(WARMUP_S + durationS);
                     long[] r0 = router.cpu();
@@ -237,8 +268,22 @@ public final class RouterBenchCommand implements BenchSubcommand, Runnable {
                     long[] r1 = router.cpu();
                     long[] s1 = sidecar.cpuNanos();
                     double n = Math.max(1, r.completed() + r.errors());
+                    // Added latency over the same sidecar, paced, the two paths alternating in one-second slices.
+                    viaRouter.openLoop(rps, WARMUP_S);
+                    direct.openLoop(rps, WARMUP_S);
+                    java.util.stream.LongStream.Builder d = java.util.stream.LongStream.builder();
+                    java.util.stream.LongStream.Builder v = java.util.stream.LongStream.builder();
+                    int slices = Math.max(1, (int) Math.round(durationS));
+                    for (int k = 0; k < slices; k++) {
+                        java.util.Arrays.stream(direct.openLoop(rps, durationS / slices).latenciesNanos()).forEach(d::add);
+                        java.util.Arrays.stream(viaRouter.openLoop(rps, durationS / slices).latenciesNanos()).forEach(v::add);
+                    }
+                    long[] directNanos = d.build().toArray();
+                    long[] routerNanos = v.build().toArray();
                     return new double[] {(r1[0] - r0[0]) / 1e6 / n, (r1[1] - r0[1]) / 1e6 / n,
-                        (s1[0] - s0[0]) / 1e6 / n, (s1[1] - s0[1]) / 1e6 / n, r.achievedRps()};
+                        (s1[0] - s0[0]) / 1e6 / n, (s1[1] - s0[1]) / 1e6 / n, r.achievedRps(),
+                        percentile(routerNanos, 0.5) - percentile(directNanos, 0.5),
+                        percentile(routerNanos, 0.99) - percentile(directNanos, 0.99)};
                 }
             }
         }
