@@ -63,6 +63,11 @@ public final class RouterCommand implements StitchSubcommand, java.util.concurre
                     + "409 at once; 0 answers at once (default ${DEFAULT-VALUE}).")
     Duration catchUpWait;
 
+    @Option(names = "--silent-relay-cut", converter = DurationConverter.class, defaultValue = "10s", paramLabel = "DURATION",
+            description = "Once a replica's state polls fail, a response still relayed from it that sends nothing for "
+                    + "this long is cut, so its client does not wait on a dead host (default ${DEFAULT-VALUE}).")
+    Duration silentRelayCut;
+
     @Override
     public Integer call() throws Exception {
         int colon = listen.lastIndexOf(':');
@@ -88,7 +93,7 @@ public final class RouterCommand implements StitchSubcommand, java.util.concurre
         }
         RouterServer.Config config = new RouterServer.Config(listen.substring(0, colon), port, replicas, replicasFile,
                 routes.isEmpty() ? ProxyServer.DEFAULT_VERSIONED_ROUTES : routes, maxBody, upstreamTimeout, 30_000, 1_000,
-                100_000, rolling, catchUpWait);
+                100_000, rolling, catchUpWait, silentRelayCut);
         try (RouterServer server = new RouterServer(config)) {
             System.out.println("router listening on " + server.address() + " for " + server.fleet().urls().size()
                     + " replica(s)");

@@ -30,6 +30,7 @@ public final class ReplicaStatePoller implements AutoCloseable {
     private final Map<String, Thread> pollers = new ConcurrentHashMap<>();
     private volatile Fleet fleet;
     private volatile Runnable onChange = () -> { };
+    private volatile java.util.function.Consumer<String> onUnreachable = url -> { };
 
     /**
      * @param longPollMs the {@code timeout_ms} each poll asks the sidecar to wait
@@ -45,6 +46,11 @@ public final class ReplicaStatePoller implements AutoCloseable {
     public void attach(Fleet fleet, Runnable onChange) {
         this.fleet = fleet;
         this.onChange = onChange;
+    }
+
+    /** A callback run with a member's URL when its polls start failing (once per run of failures). */
+    public void onUnreachable(java.util.function.Consumer<String> callback) {
+        this.onUnreachable = callback;
     }
 
     /** Starts polling {@code url}; its thread stops once the url leaves the fleet. */
@@ -89,12 +95,16 @@ public final class ReplicaStatePoller implements AutoCloseable {
                 return;
             } catch (IOException | RuntimeException e) {
                 ReplicaView old = fleet.view(url);
-                if (!failing) {
+                boolean first = !failing;
+                if (first) {
                     failing = true;
                     LOG.warn("replica {} drained: state poll failed: {}", url, e.toString());
                 }
                 if (old != null) {
                     fleet.update(old.unreachable());
+                }
+                if (first) {
+                    onUnreachable.accept(url);
                 }
                 after = -1;
                 onChange.run();

@@ -4,6 +4,7 @@ import dev.stitch.relay.UpstreamPool;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -14,8 +15,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class ReplicaUpstreams implements AutoCloseable {
 
-    /** One member's pool and the router's requests in flight to it. */
-    record Upstream(UpstreamPool pool, AtomicInteger inflight) {
+    /**
+     * One member's pool, the router's requests in flight to it, and the exchanges relaying a response from it
+     * (those a drained member's silence may cut, router.md §2.6).
+     */
+    record Upstream(UpstreamPool pool, AtomicInteger inflight, Set<RouterExchange> relaying) {
     }
 
     private final Duration connectTimeout;
@@ -28,7 +32,7 @@ final class ReplicaUpstreams implements AutoCloseable {
     /** A member joined: its pool opens connections on first use. */
     void joined(String url) {
         upstreams.computeIfAbsent(url, u -> new Upstream(new UpstreamPool(URI.create(u), connectTimeout),
-                new AtomicInteger()));
+                new AtomicInteger(), ConcurrentHashMap.newKeySet()));
     }
 
     /** A member left: idle connections close; exchanges still relaying on one finish or break on their own. */
@@ -43,6 +47,17 @@ final class ReplicaUpstreams implements AutoCloseable {
     /** The member's upstream, or null once it left. */
     Upstream get(String url) {
         return upstreams.get(url);
+    }
+
+    /**
+     * The member's state polls started failing: each response still being relayed from it is cut if it stays
+     * silent for {@code silenceMs}, since a member that answers nothing else is unlikely to finish it.
+     */
+    void unreachable(String url, long silenceMs) {
+        Upstream u = upstreams.get(url);
+        if (u != null) {
+            u.relaying().forEach(ex -> ex.replicaUnreachable(silenceMs));
+        }
     }
 
     /** The router's requests in flight to {@code url}. */

@@ -78,6 +78,8 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
     private Channel channel;
     private boolean upstreamKeepAlive;
     private ScheduledFuture<?> timeout;
+    /** When the last piece of the relayed body arrived from the replica. */
+    private long lastReadNanos;
 
     RouterExchange(ExchangeQueue queue, Context cx, ChannelHandlerContext ctx, FullHttpRequest req) {
         this.queue = queue;
@@ -224,6 +226,8 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
             return;
         }
         phase = Phase.RELAYING;
+        lastReadNanos = System.nanoTime();
+        upstream.relaying().add(this);
         cx.metrics().routed(chosen.affinity());
         cx.sessions().routed(session, chosen.replica());
         boolean sized = head.headers().contains(HttpHeaderNames.CONTENT_LENGTH);
@@ -247,6 +251,7 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
             }
             return;
         }
+        lastReadNanos = System.nanoTime();
         if (!last) {
             ctx.writeAndFlush(new DefaultHttpContent(content.content()));
             return;
@@ -318,6 +323,36 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
                 "the replica did not answer within " + cx.upstreamTimeoutMs() / 1000 + " s")));
     }
 
+    /**
+     * The replica's state polls fail (from any thread). A response still relayed from it is cut once it has been
+     * silent for {@code silenceMs}: the client learns the stream ended instead of waiting on a dead host
+     * (router.md §2.6). One that keeps sending is left alone, as is any once the replica answers polls again.
+     */
+    void replicaUnreachable(long silenceMs) {
+        ctx.executor().execute(() -> checkSilence(silenceMs));
+    }
+
+    private void checkSilence(long silenceMs) {
+        if (phase != Phase.RELAYING || chosen == null) {
+            return;
+        }
+        ReplicaView v = cx.fleet().view(chosen.replica());
+        if (v != null && v.reachable()) {
+            return;
+        }
+        long quietFor = System.nanoTime() - lastReadNanos;
+        long limit = TimeUnit.MILLISECONDS.toNanos(silenceMs);
+        if (quietFor >= limit) {
+            LOG.warn("cut a response from {}: the replica is unreachable and sent nothing for {} ms", chosen.replica(),
+                    TimeUnit.NANOSECONDS.toMillis(quietFor));
+            cx.metrics().cut();
+            discardUpstream();
+            abortClient();
+            return;
+        }
+        ctx.executor().schedule(() -> checkSilence(silenceMs), limit - quietFor, TimeUnit.NANOSECONDS);
+    }
+
     @Override
     public void clientWritability(boolean writable) {
         Channel ch = channel;
@@ -373,6 +408,7 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
     private void endAttempt() {
         cancelTimeout();
         if (upstream != null) {
+            upstream.relaying().remove(this);
             upstream.inflight().decrementAndGet();
             upstream = null;
         }

@@ -12,6 +12,7 @@ public final class RouterMetrics {
     final LongAdder affinityKept = new LongAdder();
     final LongAdder affinityBroken = new LongAdder();
     final LongAdder waited = new LongAdder();
+    final LongAdder cut = new LongAdder();
     private final Map<String, LongAdder> rejected = new ConcurrentHashMap<>();
 
     void routed(AffinityOutcome affinity) {
@@ -33,6 +34,10 @@ public final class RouterMetrics {
 
     void waited() {
         waited.increment();
+    }
+
+    void cut() {
+        cut.increment();
     }
 
     /** Count of requests answered at the router with {@code status} and {@code reason}. */
@@ -71,7 +76,10 @@ public final class RouterMetrics {
                 .append("stitch_router_affinity_total{outcome=\"broken\"} ").append(affinityBroken.sum()).append('\n')
                 .append("# HELP stitch_router_catch_up_waits_total Requests that waited for a replica catching up to their version.\n")
                 .append("# TYPE stitch_router_catch_up_waits_total counter\n")
-                .append("stitch_router_catch_up_waits_total ").append(waited.sum()).append('\n');
+                .append("stitch_router_catch_up_waits_total ").append(waited.sum()).append('\n')
+                .append("# HELP stitch_router_relays_cut_total Relayed responses cut because their unreachable replica went silent.\n")
+                .append("# TYPE stitch_router_relays_cut_total counter\n")
+                .append("stitch_router_relays_cut_total ").append(cut.sum()).append('\n');
         return sb.toString();
     }
 }

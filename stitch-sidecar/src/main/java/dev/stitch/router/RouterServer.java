@@ -42,23 +42,37 @@ public final class RouterServer implements AutoCloseable {
      * @param sessionCapacity  how many session keys affinity remembers
      * @param rolling          the rolling-update policy answering commit permission
      * @param catchUpWait      how long a request may wait for a replica catching up to its version before 409
+     * @param silentRelayCut   how long a response relayed from a replica whose polls fail may stay silent before
+     *                         the client's connection is cut
      */
     public record Config(String host, int port, List<String> replicas, Path replicasFile, Set<String> versionedRoutes,
                          long maxBodyBytes, Duration upstreamTimeout, long longPollMs, long pollRetryMs,
-                         int sessionCapacity, RollingUpdatePolicy rolling, Duration catchUpWait) {
+                         int sessionCapacity, RollingUpdatePolicy rolling, Duration catchUpWait, Duration silentRelayCut) {
 
         /** The default of {@code --catch-up-wait}. */
         public static final Duration DEFAULT_CATCH_UP_WAIT = Duration.ofMillis(500);
+        /** The default of {@code --silent-relay-cut}. */
+        public static final Duration DEFAULT_SILENT_RELAY_CUT = Duration.ofSeconds(10);
 
         /** Settings with the default catch-up wait. */
         public Config(String host, int port, List<String> replicas, Path replicasFile, Set<String> versionedRoutes,
                       long maxBodyBytes, Duration upstreamTimeout, long longPollMs, long pollRetryMs,
                       int sessionCapacity, RollingUpdatePolicy rolling) {
             this(host, port, replicas, replicasFile, versionedRoutes, maxBodyBytes, upstreamTimeout, longPollMs,
-                    pollRetryMs, sessionCapacity, rolling, DEFAULT_CATCH_UP_WAIT);
+                    pollRetryMs, sessionCapacity, rolling, DEFAULT_CATCH_UP_WAIT, DEFAULT_SILENT_RELAY_CUT);
+        }
+
+        /** The same settings with another silent-relay cut. */
+        public Config withSilentRelayCut(Duration cut) {
+            return new Config(host, port, replicas, replicasFile, versionedRoutes, maxBodyBytes, upstreamTimeout,
+                    longPollMs, pollRetryMs, sessionCapacity, rolling, catchUpWait, cut);
         }
 
         public Config {
+            Objects.requireNonNull(silentRelayCut, "silentRelayCut");
+            if (silentRelayCut.isNegative() || silentRelayCut.isZero()) {
+                throw new IllegalArgumentException("silentRelayCut must be positive");
+            }
             Objects.requireNonNull(catchUpWait, "catchUpWait");
             if (catchUpWait.isNegative()) {
                 throw new IllegalArgumentException("catchUpWait must not be negative");
@@ -102,6 +116,7 @@ public final class RouterServer implements AutoCloseable {
             upstreams.left(url);
         });
         poller.attach(fleet, this::signalChange);
+        poller.onUnreachable(url -> upstreams.unreachable(url, config.silentRelayCut().toMillis()));
         for (String r : config.replicas()) {
             fleet.add(r);
         }

@@ -3,12 +3,14 @@ package dev.stitch.router;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stitch.protocol.ProxyErrors;
 import dev.stitch.protocol.VersionConstraint.Verdict;
 import dev.stitch.sidecar.proxy.ProxyServer;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.net.URI;
@@ -56,7 +58,8 @@ class RouterServerTest {
             urls.add(r.url());
         }
         router = new RouterServer(new RouterServer.Config("127.0.0.1", 0, file == null ? urls : List.of(), file,
-                ProxyServer.DEFAULT_VERSIONED_ROUTES, 1 << 20, Duration.ofSeconds(30), 2_000, 50, 1_000, rolling));
+                ProxyServer.DEFAULT_VERSIONED_ROUTES, 1 << 20, Duration.ofSeconds(30), 2_000, 50, 1_000, rolling)
+                .withSilentRelayCut(Duration.ofMillis(300)));
         if (file == null) {
             awaitAllServing();
         }
@@ -229,6 +232,39 @@ class RouterServerTest {
             assertEquals("", in.readLine());
             replicas.forEach(r -> r.streamHold.countDown());
             assertEquals("data: [DONE]", in.readLine());
+        }
+    }
+
+    @Test
+    void aSilentStreamFromAReplicaWhosePollsFailIsCut() throws Exception {
+        start(4, 4, 4);
+        for (FakeReplica r : replicas) {
+            r.streamHold = new CountDownLatch(1);
+        }
+        try {
+            HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + router.address().getPort() + "/generate"))
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"stream\":true,\"weight_version\":{\"exact_version\":4}}"))
+                    .header("Content-Type", "application/json").build();
+            HttpResponse<InputStream> rsp = client.send(req, HttpResponse.BodyHandlers.ofInputStream());
+            assertEquals(200, rsp.statusCode());
+            String servedBy = servedBy(rsp);
+            FakeReplica serving = replicas.stream().filter(r -> r.url().equals(servedBy)).findFirst().orElseThrow();
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(rsp.body(), StandardCharsets.UTF_8))) {
+                assertEquals("data: {\"text\":\"first\"}", in.readLine());
+                // the replica stops answering polls while its stream is silent: the router cuts the stream
+                serving.failState(true);
+                StringBuilder rest = new StringBuilder();
+                assertThrows(IOException.class, () -> {
+                    String line;
+                    while ((line = in.readLine()) != null) {
+                        rest.append(line).append('\n');
+                    }
+                }, "a cut chunked stream ends without its last chunk");
+                assertFalse(rest.toString().contains("[DONE]"), rest.toString());
+            }
+            assertTrue(send("GET", "/metrics", null).body().contains("stitch_router_relays_cut_total 1"));
+        } finally {
+            replicas.forEach(r -> r.streamHold.countDown());
         }
     }
 
