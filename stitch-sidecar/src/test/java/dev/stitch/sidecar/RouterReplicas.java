@@ -250,10 +250,23 @@ final class RouterReplicas implements AutoCloseable {
         publisher.close();
     }
 
+    /**
+     * A port free now, below Linux's ephemeral range (32768 and up): a replica keeps its port across restarts, and
+     * a port the kernel may hand to any later bind(0) (an engine, the router) could be taken while it is down.
+     */
     static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int tries = 0; tries < 200; tries++) {
+            int candidate = random.nextInt(20_000, 32_000);
+            try (ServerSocket s = new ServerSocket()) {
+                s.setReuseAddress(true);
+                s.bind(new java.net.InetSocketAddress("127.0.0.1", candidate));
+                return candidate;
+            } catch (IOException taken) {
+                // in use: try another
+            }
         }
+        throw new IOException("no free port found below the ephemeral range");
     }
 
     /**

@@ -157,7 +157,8 @@ class RouterRestartTest {
     void aRouterRestartedOnItsPortRebuildsItsViewAndRoutesPinnedRequestsByIt() throws Exception {
         fleet = new RouterReplicas(tmp, REPLICAS, Duration.ofMillis(20));
         fleet.publish(1);
-        first = RouterReplicas.router(0, fleet.urls(), 1);
+        // below the ephemeral range, so that no bind(0) elsewhere takes the port while the router is down
+        first = RouterReplicas.router(RouterReplicas.freePort(), fleet.urls(), 1);
         int port = first.address().getPort();
         fleet.startAll(URI.create("http://127.0.0.1:" + port));
         awaitFleet(first, 30_000, f -> f.size() == REPLICAS && f.stream().allMatch(v -> v.routable() && v.servedVersion() == 1),
