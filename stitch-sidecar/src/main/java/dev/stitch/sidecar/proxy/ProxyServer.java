@@ -8,9 +8,12 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
+import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
@@ -183,6 +186,8 @@ public final class ProxyServer implements AutoCloseable {
     private UpstreamPool pool;
     private ExecutorService endpointExecutor;
     private Channel serverChannel;
+    /** Every accepted client connection, closed explicitly on {@link #close()}. */
+    private ChannelGroup clients;
 
     public ProxyServer(Config config, AdmissionControl admission, SidecarEndpoints endpoints) {
         this.config = Objects.requireNonNull(config, "config");
@@ -213,6 +218,8 @@ public final class ProxyServer implements AutoCloseable {
         endpointExecutor = Executors.newVirtualThreadPerTaskExecutor();
         ProxyContext rules = new ProxyContext(config, admission, endpoints, stats, pool, endpointExecutor);
         ConnectionRegistry connections = new ConnectionRegistry(config.limits(), stats);
+        ChannelGroup accepted = new DefaultChannelGroup("stitch-proxy-clients", GlobalEventExecutor.INSTANCE);
+        clients = accepted;
         ServerBootstrap b = new ServerBootstrap()
                 .group(group)
                 .channel(EventLoops.serverChannel())
@@ -222,6 +229,7 @@ public final class ProxyServer implements AutoCloseable {
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        accepted.add(ch);
                         ClientConnection client = new ClientConnection(config.limits(), connections, stats);
                         ch.pipeline().addLast(client.socketSide());
                         ch.pipeline().addLast(new HttpServerCodec(8192, 65536, 65536));
@@ -256,6 +264,12 @@ public final class ProxyServer implements AutoCloseable {
         if (serverChannel != null) {
             serverChannel.close().awaitUninterruptibly();
             serverChannel = null;
+        }
+        if (clients != null) {
+            // Closed here rather than left to the event loops' shutdown, which was seen to leave an accepted
+            // connection open now and then: a client streaming from a closed sidecar must see its stream end.
+            clients.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
+            clients = null;
         }
         shutdownResources();
     }
