@@ -137,6 +137,19 @@ public final class UpstreamPool implements AutoCloseable {
         }
     }
 
+    /**
+     * A response was read to its end: the channel goes back to the pool when the upstream keeps the connection,
+     * else it is closed. Reading is switched back on, since a relay may have paused it for a slow client.
+     */
+    public void finished(Channel ch, boolean keepAlive) {
+        ch.config().setAutoRead(true);
+        if (keepAlive) {
+            release(ch);
+        } else {
+            discard(ch);
+        }
+    }
+
     /** Closes a channel mid-exchange (cancel, cut, timeout) and gives its pool slot back. */
     public void discard(Channel ch) {
         ch.attr(LISTENER).set(null);
@@ -187,11 +200,7 @@ public final class UpstreamPool implements AutoCloseable {
                     content.release();
                     if (content instanceof LastHttpContent) {
                         timer.cancel(false);
-                        if (keepAlive) {
-                            release(c);
-                        } else {
-                            discard(c);
-                        }
+                        finished(c, keepAlive);
                     }
                 }
 

@@ -427,9 +427,8 @@ final class RouterExchange implements Exchange, UpstreamPool.Listener {
         if (ch == null) {
             return;
         }
-        ch.config().setAutoRead(true);
-        if (upstreamKeepAlive && upstream != null) {
-            upstream.pool().release(ch);
+        if (upstream != null) {
+            upstream.pool().finished(ch, upstreamKeepAlive);
         } else {
             discard(ch);
         }

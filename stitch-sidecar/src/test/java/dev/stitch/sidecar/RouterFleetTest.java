@@ -107,7 +107,9 @@ class RouterFleetTest {
         assertTrue(eventually(30_000, () -> sidecars.stream().allMatch(s -> s.worker().status().currentVersion() == 1)));
         assertTrue(Http.get(routerPort, "/list_workers").body().contains("127.0.0.1:" + sidecars.get(0).port()));
         // The clients start once the router has heard from every replica: before that it rightly answers 503.
-        router.awaitFleet(f -> f.size() == REPLICAS && f.stream().allMatch(r -> r.routable() && r.servedVersion() == 1));
+        RouterReplicas.awaitFleet(router, 30_000,
+                f -> f.size() == REPLICAS && f.stream().allMatch(r -> r.routable() && r.servedVersion() == 1),
+                () -> fleetBody(routerPort));
 
         // Steady load pinned to version 1 through the router while version 2 rolls out.
         AtomicBoolean running = new AtomicBoolean(true);

@@ -635,12 +635,7 @@ final class ProxyExchange implements Exchange, UpstreamPool.Listener {
         if (timeout != null) {
             timeout.cancel(false);
         }
-        ch.config().setAutoRead(true);
-        if (upstreamKeepAlive) {
-            cx.pool.release(ch);
-        } else {
-            cx.pool.discard(ch);
-        }
+        cx.pool.finished(ch, upstreamKeepAlive);
     }
 
     private void discardUpstream() {

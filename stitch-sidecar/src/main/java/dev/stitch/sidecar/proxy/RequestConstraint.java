@@ -47,7 +47,8 @@ public final class RequestConstraint {
      */
     public Reading read(String requestTarget, String contentType, byte[] body) {
         RouteTable.Route route = routes.classify(requestTarget);
-        RequestRewrite.Decision d = RequestRewrite.decide(route, contentType, body.clone());
+        // no copy: the rewrite splices into new arrays and never writes into the body it reads
+        RequestRewrite.Decision d = RequestRewrite.decide(route, contentType, body);
         return switch (d) {
             case RequestRewrite.Answer a -> new Refuse(a.status(), a.rejectionType(), a.body());
             case RequestRewrite.Admit admit -> new Route(admit.request().constraint(), true);
